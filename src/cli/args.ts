@@ -1,0 +1,69 @@
+import path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { HiveError } from '../errors.ts';
+import type { CliIO } from './io.ts';
+
+export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
+
+export interface Command {
+  name: string;
+  summary: string;
+  /** The usage line(s) shown on a usage error and in `hive help`. */
+  usage: string;
+  options: OptionSpec;
+  /** Number of positional arguments accepted: [min, max]. */
+  positionals?: [number, number];
+  run(args: ParsedArgs, io: CliIO): Promise<number>;
+}
+
+export interface ParsedArgs {
+  values: Record<string, string | boolean | string[] | undefined>;
+  positionals: string[];
+}
+
+function usageError(command: Command, problem: string): HiveError {
+  return new HiveError('E_BAD_ARGS', `hive ${command.name}: ${problem}\nusage: ${command.usage}`);
+}
+
+/** Parses argv for a command; unknown flags and missing values become E_BAD_ARGS naming them. */
+export function parseCommandArgs(command: Command, argv: string[]): ParsedArgs {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: command.options, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw usageError(command, (err as Error).message.replace(/\. To specify a positional.*$/s, ''));
+  }
+  const [min, max] = command.positionals ?? [0, 0];
+  if (parsed.positionals.length < min) throw usageError(command, `expected ${min} argument(s), got ${parsed.positionals.length}`);
+  if (parsed.positionals.length > max) {
+    throw usageError(command, `unexpected argument ${JSON.stringify(parsed.positionals[max])}`);
+  }
+  return { values: parsed.values as ParsedArgs['values'], positionals: parsed.positionals };
+}
+
+/** A string flag's value or undefined. */
+export function str(args: ParsedArgs, name: string): string | undefined {
+  const v = args.values[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** A positive integer flag, or E_BAD_ARGS naming the flag and the value. */
+export function int(args: ParsedArgs, name: string, command: Command, fallback: number): number {
+  const v = str(args, name);
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw usageError(command, `expected --${name} to be a positive integer, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** The hive root: --root, then $HIVE_ROOT, then ./.hive. */
+export function rootOf(args: ParsedArgs, io: CliIO): string {
+  return path.resolve(io.cwd, str(args, 'root') ?? io.env.HIVE_ROOT ?? '.hive');
+}
+
+export function badArgs(command: Command, problem: string): HiveError {
+  return usageError(command, problem);
+}
+
+export const ROOT_OPTION = { root: { type: 'string' } } as const satisfies OptionSpec;
+export const JSON_OPTION = { json: { type: 'boolean' } } as const satisfies OptionSpec;

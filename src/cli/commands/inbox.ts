@@ -1,0 +1,45 @@
+import fs from 'node:fs';
+import { agentPaths } from '../../layout/paths.ts';
+import { listInbox, readInboxEntry } from '../../queue/inbox.ts';
+import { committedCursor } from '../../queue/committed-cursor.ts';
+import { HiveError } from '../../errors.ts';
+import { JSON_OPTION, ROOT_OPTION, rootOf, type Command } from '../args.ts';
+
+export const inboxCommand: Command = {
+  name: 'inbox',
+  summary: "list an agent's delivered messages with their seq and processing state",
+  usage: 'hive inbox AGENT --root DIR [--json]',
+  options: { ...ROOT_OPTION, ...JSON_OPTION },
+  positionals: [1, 1],
+  async run(args, io) {
+    const root = rootOf(args, io);
+    const agent = args.positionals[0]!;
+    if (!fs.existsSync(agentPaths(root, agent).dir)) {
+      throw new HiveError('E_UNKNOWN_AGENT', `Agent "${agent}" does not exist in ${root}`);
+    }
+    const cursor = committedCursor(root, agent);
+    const rows = listInbox(root, agent).map((r) => {
+      const m = readInboxEntry(root, agent, r.name);
+      return {
+        seq: r.seq,
+        id: r.id,
+        processed: r.seq <= cursor,
+        from: m?.from ?? null,
+        act: m?.act ?? null,
+        subject: m?.subject ?? null,
+        body: m?.body ?? null,
+      };
+    });
+    if (args.values.json) {
+      io.out(`${JSON.stringify({ agent, cursor, messages: rows }, null, 2)}\n`);
+      return 0;
+    }
+    io.out(`${agent}: ${rows.length} message(s), cursor at ${cursor}\n`);
+    for (const r of rows) {
+      const mark = r.processed ? 'done   ' : 'pending';
+      const text = (r.subject || r.body || '').replace(/\s+/g, ' ').slice(0, 60);
+      io.out(`${String(r.seq).padStart(6)}  ${mark}  ${r.from ?? '?'} ${r.act ?? '?'}  ${text}\n`);
+    }
+    return 0;
+  },
+};

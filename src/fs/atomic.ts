@@ -1,0 +1,135 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+/**
+ * Crash-safe file writes. Every durable write follows the same four steps:
+ *
+ *   1. write the bytes to `.tmp-<name>-<rand>` in the target directory
+ *   2. fsync that file            (crash before: the temp file is swept at start)
+ *   3. rename it to its final name (atomic: readers see old or new, never half)
+ *   4. fsync the directory         (until then a power cut may forget the rename)
+ *
+ * Readers skip names that start with `.`, so a temp file is never mistaken for data.
+ * The calls are synchronous on purpose: inside a worker thread they block only that
+ * worker and skip libuv's shared 4-thread pool, which every worker would contend for.
+ */
+
+export const TMP_PREFIX = '.tmp-';
+
+function tempNameFor(target: string): string {
+  return path.join(path.dirname(target), `${TMP_PREFIX}${path.basename(target)}-${randomBytes(4).toString('hex')}`);
+}
+
+/** fsync a directory so that renames and creations inside it are durable. */
+export function fsyncDir(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function writeAndSync(file: string, data: string | Uint8Array, durable: boolean): void {
+  const fd = fs.openSync(file, 'w', 0o644);
+  try {
+    fs.writeFileSync(fd, data);
+    if (durable) fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+export interface WriteOptions {
+  /** fsync file and directory (default true). false still renames atomically. */
+  durable?: boolean;
+}
+
+/**
+ * Atomically replaces `target` with `data`; durable when it returns (unless `durable: false`).
+ * @example writeFileAtomic('/hive/registry.json', JSON.stringify(reg))
+ */
+export function writeFileAtomic(target: string, data: string | Uint8Array, options: WriteOptions = {}): void {
+  const durable = options.durable ?? true;
+  const tmp = tempNameFor(target);
+  try {
+    writeAndSync(tmp, data, durable);
+    fs.renameSync(tmp, target);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+  if (durable) fsyncDir(path.dirname(target));
+}
+
+export interface FileToWrite {
+  name: string;
+  data: string | Uint8Array;
+}
+
+/**
+ * Group commit: writes every file of `files` into `dir` atomically and makes them all
+ * durable with one directory fsync. Files become visible in array order.
+ * A crash leaves a prefix of the batch renamed and the rest as temp files (swept at start).
+ */
+export function writeFilesAtomic(dir: string, files: FileToWrite[], options: WriteOptions = {}): void {
+  const durable = options.durable ?? true;
+  const temps: string[] = [];
+  try {
+    for (const f of files) {
+      const tmp = tempNameFor(path.join(dir, f.name));
+      temps.push(tmp);
+      writeAndSync(tmp, f.data, durable);
+    }
+    for (let i = 0; i < files.length; i++) {
+      fs.renameSync(temps[i]!, path.join(dir, files[i]!.name));
+      temps[i] = '';
+    }
+  } catch (err) {
+    for (const t of temps) if (t) fs.rmSync(t, { force: true });
+    throw err;
+  }
+  if (durable && files.length > 0) fsyncDir(dir);
+}
+
+/** Writes JSON atomically (pretty-printed, newline-terminated). */
+export function writeJsonAtomic(target: string, value: unknown, options: WriteOptions = {}): void {
+  writeFileAtomic(target, `${JSON.stringify(value, null, 2)}\n`, options);
+}
+
+/** Reads and parses a JSON file; `undefined` when it does not exist. Throws on invalid JSON. */
+export function readJsonFile<T = unknown>(file: string): T | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  return JSON.parse(text) as T;
+}
+
+/** Deletes temp files left in `dir` by a crash between steps 1 and 3. Returns their names. */
+export function sweepTempFiles(dir: string): string[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const swept = names.filter((n) => n.startsWith(TMP_PREFIX));
+  for (const n of swept) fs.rmSync(path.join(dir, n), { force: true });
+  return swept;
+}
+
+/** readdir that answers [] for a missing folder. */
+export function listDir(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}

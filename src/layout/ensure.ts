@@ -1,0 +1,89 @@
+import fs from 'node:fs';
+import { agentPaths, hivePaths } from './paths.ts';
+import { writeFileAtomic, writeJsonAtomic } from '../fs/atomic.ts';
+import { GOD_ID } from '../protocol/agent-id.ts';
+import { updateRegistry, type RegistryEntry } from '../registry/registry.ts';
+
+export interface AgentSpec {
+  id: string;
+  name?: string;
+  role?: string;
+  /** The brain description (see the config schema); stored as given. */
+  brain?: unknown;
+}
+
+/** The brain of the god agent: people, answering through `hive answer` or the inspector. */
+export const HUMAN_BRAIN = { kind: 'human' } as const;
+
+function identityText(spec: Required<Pick<AgentSpec, 'id' | 'name' | 'role'>> & { brain: unknown }): string {
+  const kind = typeof spec.brain === 'object' && spec.brain !== null ? String((spec.brain as { kind?: unknown }).kind) : 'none';
+  return [
+    `# ${spec.name}`,
+    '',
+    `- id: ${spec.id}`,
+    `- role: ${spec.role}`,
+    `- brain: ${kind}`,
+    '',
+    'You are an agent in a hive. You receive messages in your inbox and answer by',
+    'sending messages. Ask for human help by sending a message with needs_human.',
+    '',
+  ].join('\n');
+}
+
+/**
+ * Creates the folders and files of an agent idempotently (DESIGN §2) and records it in
+ * `registry.json`. `identity.md` is rewritten on every call; `memory.md` and
+ * `cursor.json` are created once and never overwritten.
+ * @example await ensureAgent(root, { id: 'alice', name: 'Alice', role: 'planner', brain: { kind: 'echo' } })
+ */
+export async function ensureAgent(
+  root: string,
+  spec: AgentSpec,
+  origin: RegistryEntry['origin'] = 'runtime',
+): Promise<RegistryEntry> {
+  const p = agentPaths(root, spec.id);
+  const name = spec.name ?? spec.id;
+  const role = spec.role ?? 'agent';
+  const brain = spec.brain ?? { kind: 'echo' };
+  for (const dir of [p.dir, p.outbox, p.sent, p.inbox, p.done, p.sessions]) fs.mkdirSync(dir, { recursive: true });
+  writeFileAtomic(p.identity, identityText({ id: spec.id, name, role, brain }));
+  if (!fs.existsSync(p.memory)) writeFileAtomic(p.memory, `# ${name}\n\n## Memories\n\n`);
+  if (!fs.existsSync(p.cursor)) writeJsonAtomic(p.cursor, { seq: 0 });
+  return updateRegistry(root, (registry) => {
+    const now = new Date().toISOString();
+    const previous = registry.agents[spec.id];
+    const entry: RegistryEntry = {
+      id: spec.id,
+      name,
+      role,
+      brain,
+      status: previous?.status === 'archived' || previous?.status === 'failed' ? 'active' : (previous?.status ?? 'active'),
+      origin: previous?.origin ?? origin,
+      created_at: previous?.created_at ?? now,
+      updated_at: now,
+    };
+    registry.agents[spec.id] = entry;
+    return entry;
+  });
+}
+
+/**
+ * Creates a hive root idempotently: the shared folders, `registry.json`, `log.jsonl`
+ * and the `god` agent that stands for the people in the loop.
+ * @example await ensureHive('/tmp/my-hive')
+ */
+export async function ensureHive(root: string): Promise<void> {
+  const p = hivePaths(root);
+  for (const dir of [p.root, p.agents, p.deadLetter, p.palace, p.backups]) fs.mkdirSync(dir, { recursive: true });
+  if (!fs.existsSync(p.log)) fs.writeFileSync(p.log, '');
+  if (!fs.existsSync(p.registry)) writeJsonAtomic(p.registry, { version: 1, agents: {} });
+  if (!fs.existsSync(agentPaths(root, GOD_ID).dir)) {
+    await ensureAgent(root, { id: GOD_ID, name: 'God', role: 'the people in the loop', brain: HUMAN_BRAIN }, 'system');
+  }
+}
+
+/** True when `root` looks like a hive (has a registry and an agents folder). */
+export function isHive(root: string): boolean {
+  const p = hivePaths(root);
+  return fs.existsSync(p.registry) && fs.existsSync(p.agents);
+}

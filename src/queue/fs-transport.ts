@@ -1,0 +1,64 @@
+import path from 'node:path';
+import { agentPaths } from '../layout/paths.ts';
+import type { HiveMessage } from '../protocol/message.ts';
+import { deliver, readInbox, type InboxEntry } from './inbox.ts';
+import { markSent, readOutbox, writeOutbox } from './outbox.ts';
+import { commitCursor, readCursor } from './cursor.ts';
+import { deadLetterFile, relativeToHive, type DeadLetterReason } from './dead-letter.ts';
+import type { PendingItem, Transport } from './transport.ts';
+
+export interface FsTransportOptions {
+  /** How many routed files `outbox/.sent/` keeps (default 1000). */
+  sentCap?: number;
+  /** How many processed entries `inbox/.done/` keeps (default 5000). */
+  doneCap?: number;
+}
+
+/**
+ * The filesystem transport over a hive root: outbox files, locked seq-numbered inboxes,
+ * cursor.json and dead-letter/.
+ * @example const t = createFsTransport('/tmp/hive'); await t.send([msg]);
+ */
+export function createFsTransport(root: string, options: FsTransportOptions = {}): Transport {
+  const sentCap = options.sentCap ?? 1_000;
+  const doneCap = options.doneCap ?? 5_000;
+  return {
+    kind: 'fs',
+    async send(messages: HiveMessage[]) {
+      writeOutbox(root, messages);
+    },
+    async pending(sender: string, limit?: number): Promise<PendingItem[]> {
+      return readOutbox(root, sender, limit).map((f) => ({
+        ref: f.name,
+        message: f.parsed.ok ? f.parsed.message : null,
+        error: f.parsed.ok ? null : f.parsed.error,
+      }));
+    },
+    async settle(sender: string, refs: string[]) {
+      markSent(root, sender, refs, sentCap);
+    },
+    async reject(sender: string, ref: string, reason: DeadLetterReason) {
+      deadLetterFile(root, path.join(agentPaths(root, sender).outbox, ref), reason);
+    },
+    async deliver(recipient: string, messages: HiveMessage[]) {
+      return deliver(root, recipient, messages, { doneCap });
+    },
+    async read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]> {
+      const { entries, rejected } = readInbox(root, recipient, afterSeq, limit);
+      for (const r of rejected) {
+        deadLetterFile(root, r.file, {
+          error: r.error.message,
+          code: r.error.code,
+          source: relativeToHive(root, r.file),
+        });
+      }
+      return entries;
+    },
+    async cursor(recipient: string) {
+      return readCursor(root, recipient);
+    },
+    async commit(recipient: string, seq: number) {
+      commitCursor(root, recipient, seq);
+    },
+  };
+}

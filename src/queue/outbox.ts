@@ -1,0 +1,109 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { agentPaths } from '../layout/paths.ts';
+import { writeFilesAtomic, listDir } from '../fs/atomic.ts';
+import { parseMessageText, type HiveMessage, type ParseResult } from '../protocol/message.ts';
+
+/**
+ * The outbox: `agents/<from>/outbox/<id>.json`, one file per message, written by the
+ * sender and drained by the router.
+ *
+ * Write (one message or a batch, per sender folder):
+ *   temp files → fsync each → rename each → one directory fsync → resolve.
+ *   Crash before the directory fsync: a message may vanish (it was never acknowledged).
+ *   Crash after: it is on disk and will be routed. Temp files are swept at start.
+ */
+
+export function messageFileName(id: string): string {
+  return `${id}.json`;
+}
+
+export function encodeMessage(message: HiveMessage): string {
+  return `${JSON.stringify(message, null, 2)}\n`;
+}
+
+/**
+ * Durably writes messages into their senders' outboxes; resolves when all are on disk.
+ * Messages of one sender share one directory fsync (group commit).
+ * @example writeOutbox(root, [createMessage({ from: 'a', to: 'b', act: 'inform', body: 'hi' })])
+ */
+export function writeOutbox(root: string, messages: HiveMessage[]): void {
+  const bySender = new Map<string, HiveMessage[]>();
+  for (const m of messages) {
+    const list = bySender.get(m.from) ?? [];
+    list.push(m);
+    bySender.set(m.from, list);
+  }
+  for (const [from, list] of bySender) {
+    const dir = agentPaths(root, from).outbox;
+    fs.mkdirSync(dir, { recursive: true });
+    writeFilesAtomic(
+      dir,
+      list.map((m) => ({ name: messageFileName(m.id), data: encodeMessage(m) })),
+    );
+  }
+}
+
+export interface OutboxFile {
+  agent: string;
+  name: string;
+  file: string;
+  parsed: ParseResult;
+}
+
+/** Names of an outbox's message files in write order (dot files are temp or folders). */
+export function listOutboxNames(root: string, agentId: string): string[] {
+  return listDir(agentPaths(root, agentId).outbox)
+    .filter((n) => !n.startsWith('.'))
+    .sort();
+}
+
+/** Reads and validates every file waiting in an agent's outbox, oldest first. */
+export function readOutbox(root: string, agentId: string, limit = Infinity): OutboxFile[] {
+  const dir = agentPaths(root, agentId).outbox;
+  const out: OutboxFile[] = [];
+  for (const name of listOutboxNames(root, agentId)) {
+    if (out.length >= limit) break;
+    const file = path.join(dir, name);
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') continue; // routed by someone else meanwhile
+      if (code === 'EISDIR') {
+        out.push({ agent: agentId, name, file, parsed: parseMessageText('') });
+        continue;
+      }
+      throw err;
+    }
+    out.push({ agent: agentId, name, file, parsed: parseMessageText(text) });
+  }
+  return out;
+}
+
+/**
+ * Moves a routed file to `outbox/.sent/` and keeps that folder at most `cap` files.
+ * Not fsynced: if the move is lost in a crash, the file is routed again and the
+ * inbox's idempotency check drops the copy.
+ */
+export function markSent(root: string, agentId: string, names: string[], cap: number): void {
+  const p = agentPaths(root, agentId);
+  fs.mkdirSync(p.sent, { recursive: true });
+  for (const name of names) {
+    try {
+      fs.renameSync(path.join(p.outbox, name), path.join(p.sent, name));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  trimFolder(p.sent, cap);
+}
+
+/** Keeps the `cap` newest (by name) entries of a folder. */
+export function trimFolder(dir: string, cap: number): void {
+  const names = listDir(dir).filter((n) => !n.startsWith('.'));
+  if (names.length <= cap) return;
+  names.sort();
+  for (const n of names.slice(0, names.length - cap)) fs.rmSync(path.join(dir, n), { force: true, recursive: true });
+}

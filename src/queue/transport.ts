@@ -1,0 +1,40 @@
+import type { HiveError } from '../errors.ts';
+import type { HiveMessage } from '../protocol/message.ts';
+import type { DeliveryOutcome, InboxEntry } from './inbox.ts';
+import type { DeadLetterReason } from './dead-letter.ts';
+
+/**
+ * The message transport (DESIGN §8). The filesystem queues are the embedded default;
+ * a broker-backed transport (NATS JetStream: outbox = a publish, inbox = a stream
+ * with message-id dedupe, cursor = a durable consumer) must pass the same
+ * conformance suite (`test/conformance/transport.ts`).
+ */
+export interface Transport {
+  readonly kind: string;
+
+  /** Durably accepts messages from their senders. Resolves only when on stable storage. */
+  send(messages: HiveMessage[]): Promise<void>;
+  /** Items a sender has sent that are not routed yet, in the order they were sent. */
+  pending(sender: string, limit?: number): Promise<PendingItem[]>;
+  /** Marks routed items so `pending` no longer returns them. */
+  settle(sender: string, refs: string[]): Promise<void>;
+  /** Moves one pending item to the dead-letter store with its reason. */
+  reject(sender: string, ref: string, reason: DeadLetterReason): Promise<void>;
+
+  /** Delivers messages to one recipient: gap-free seq numbers, idempotent on id. */
+  deliver(recipient: string, messages: HiveMessage[]): Promise<DeliveryOutcome[]>;
+  /** Delivered entries with seq > afterSeq, in order; invalid entries are dead-lettered. */
+  read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]>;
+  /** The recipient's committed cursor (last processed seq). */
+  cursor(recipient: string): Promise<number>;
+  /** Durably commits the recipient's cursor. */
+  commit(recipient: string, seq: number): Promise<void>;
+}
+
+export interface PendingItem {
+  /** Opaque reference for settle/reject (a file name for the filesystem transport). */
+  ref: string;
+  message: HiveMessage | null;
+  /** Why the item is not a valid message (set when `message` is null). */
+  error: HiveError | null;
+}
