@@ -27,3 +27,18 @@ export function assertAgentId(value: unknown, where = 'agent id'): asserts value
     );
   }
 }
+
+/** Names used by the runtime itself; no spawned agent may take them. */
+export const RESERVED_IDS: ReadonlySet<string> = new Set([
+  GOD_ID,
+  HUMAN_ALIAS,
+  BROADCAST,
+  'router',
+  'miner',
+  'reflector',
+  'supervisor',
+  'hive',
+]);
+
+/** The sender id of notices the runtime writes (bounces, failures). */
+export const SYSTEM_SENDER = 'hive';

@@ -89,3 +89,13 @@ export function idTime(id: string): number | null {
   }
   return ms;
 }
+
+/**
+ * A deterministic id for a runtime notice about `subject` (a bounce for a rejected
+ * file, a failure report): the same inputs always give the same id, so a notice
+ * re-sent after a crash is dropped by the inbox's idempotency check.
+ */
+export function stableId(kind: string, ...parts: string[]): string {
+  const digest = createHash('sha256').update(parts.join('\0')).digest();
+  return `${kind}-${encodeBytes(digest, 20)}`;
+}

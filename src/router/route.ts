@@ -1,0 +1,194 @@
+import fs from 'node:fs';
+import { BROADCAST, GOD_ID, HUMAN_ALIAS, SYSTEM_SENDER, isAgentId } from '../protocol/agent-id.ts';
+import { createMessage, type HiveMessage } from '../protocol/message.ts';
+import { stableId } from '../protocol/ids.ts';
+import { hivePaths } from '../layout/paths.ts';
+import { readRegistry } from '../registry/registry.ts';
+import { appendEvent } from '../log/event-log.ts';
+import type { Transport, PendingItem } from '../queue/transport.ts';
+import type { DeadLetterReason } from '../queue/dead-letter.ts';
+
+/**
+ * One routing pass over every outbox (DESIGN §4). Pure decisions in `decide`, effects
+ * in `routeOnce`. Order of effects, and what a crash between them leaves:
+ *   1. deliver every routable message, one group commit per recipient inbox
+ *   2. deliver bounce notices to god (ids derived from the rejected item: idempotent)
+ *   3. dead-letter rejected items (file moved with its reason)
+ *   4. move routed files to outbox/.sent/
+ * A crash anywhere re-runs the pass on restart; steps 1–2 find their ids already
+ * delivered and report them `duplicate`, so nothing is delivered twice.
+ */
+
+export interface RouterSettings {
+  /** Messages with more hops than this are dead-lettered (loop stop). */
+  hopCap: number;
+  /** At most this many files per outbox per pass (fairness, bounded batches). */
+  batchPerSender: number;
+}
+
+export const DEFAULT_ROUTER_SETTINGS: RouterSettings = { hopCap: 12, batchPerSender: 256 };
+
+export interface AgentDirectory {
+  /** Every agent with an inbox. */
+  all: Set<string>;
+  /** Agents that take part in broadcasts (not archived, not god). */
+  broadcastable: Set<string>;
+}
+
+/** Reads who can receive: agent folders on disk, minus archived ones for broadcast. */
+export function readDirectory(root: string): AgentDirectory {
+  const all = new Set<string>();
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync(hivePaths(root).agents);
+  } catch {
+    names = [];
+  }
+  for (const n of names) if (isAgentId(n)) all.add(n);
+  let archived = new Set<string>();
+  try {
+    const reg = readRegistry(root);
+    archived = new Set(Object.values(reg.agents).filter((a) => a.status === 'archived').map((a) => a.id));
+  } catch {
+    // An unreadable registry must not stop routing; nobody is treated as archived.
+  }
+  const broadcastable = new Set([...all].filter((id) => id !== GOD_ID && !archived.has(id)));
+  return { all, broadcastable };
+}
+
+export type Decision =
+  | { kind: 'route'; recipients: string[] }
+  | { kind: 'reject'; reason: DeadLetterReason; bounce: boolean };
+
+/** Where one pending item goes. Pure. */
+export function decide(sender: string, item: PendingItem, dir: AgentDirectory, settings: RouterSettings): Decision {
+  const source = `agents/${sender}/outbox/${item.ref}`;
+  if (!item.message) {
+    return {
+      kind: 'reject',
+      reason: { error: item.error?.message ?? 'unreadable message', code: item.error?.code ?? 'E_BAD_MESSAGE', source },
+      bounce: true,
+    };
+  }
+  const m = item.message;
+  if (m.from !== sender) {
+    return {
+      kind: 'reject',
+      reason: {
+        error: `Message says it is from "${m.from}" but sits in the outbox of "${sender}"`,
+        code: 'E_BAD_MESSAGE',
+        source,
+      },
+      bounce: true,
+    };
+  }
+  if (m.hops > settings.hopCap) {
+    return {
+      kind: 'reject',
+      reason: { error: `Hop cap reached: ${m.hops} hops > cap ${settings.hopCap} (a reply loop?)`, code: 'E_HOP_CAP', source, hops: m.hops },
+      bounce: true,
+    };
+  }
+  if (m.needs_human || m.to === GOD_ID || m.to === HUMAN_ALIAS) return { kind: 'route', recipients: [GOD_ID] };
+  if (m.to === BROADCAST) return { kind: 'route', recipients: [...dir.broadcastable].filter((id) => id !== sender).sort() };
+  if (!dir.all.has(m.to)) {
+    return {
+      kind: 'reject',
+      reason: { error: `Unknown recipient "${m.to}": no such agent in this hive`, code: 'E_UNKNOWN_AGENT', source, to: m.to },
+      bounce: true,
+    };
+  }
+  return { kind: 'route', recipients: [m.to] };
+}
+
+/** The notice god receives about a rejected item. */
+export function bounceNotice(sender: string, item: PendingItem, reason: DeadLetterReason): HiveMessage {
+  const original = item.message;
+  return createMessage({
+    id: stableId('bounce', sender, item.ref, original?.id ?? ''),
+    conversation: original?.conversation ?? stableId('conv', sender, item.ref),
+    in_reply_to: original?.id ?? null,
+    from: SYSTEM_SENDER,
+    to: GOD_ID,
+    act: 'inform',
+    subject: `Undeliverable message from ${sender}`,
+    body: `${reason.error}\nThe message was moved to dead-letter/ (source ${reason.source}).`,
+    requires_reply: false,
+  });
+}
+
+export interface RouteReport {
+  /** Entries that landed in an inbox this pass. */
+  delivered: { agent: string; seq: number; id: string; from: string }[];
+  duplicates: number;
+  rejected: { sender: string; ref: string; reason: DeadLetterReason }[];
+  /** Senders whose outbox still had more than one batch. */
+  more: boolean;
+}
+
+export interface RouteContext {
+  root: string;
+  transport: Transport;
+  settings: RouterSettings;
+  /** Senders to scan; all agent folders when omitted. */
+  senders?: Iterable<string>;
+  /** Observe each message handed to an inbox (telemetry, latency). */
+  onDelivered?: (message: HiveMessage, agent: string, seq: number) => void;
+}
+
+/** Routes everything currently waiting in the given outboxes. */
+export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
+  const { root, transport, settings } = ctx;
+  const dir = readDirectory(root);
+  const report: RouteReport = { delivered: [], duplicates: 0, rejected: [], more: false };
+  const byRecipient = new Map<string, HiveMessage[]>();
+  const routedRefs = new Map<string, string[]>();
+  const rejects: { sender: string; item: PendingItem; reason: DeadLetterReason; bounce: boolean }[] = [];
+  const routeLog: Record<string, unknown>[] = [];
+
+  for (const sender of ctx.senders ?? dir.all) {
+    if (!dir.all.has(sender)) continue;
+    const items = await transport.pending(sender, settings.batchPerSender);
+    if (items.length >= settings.batchPerSender) report.more = true;
+    for (const item of items) {
+      const d = decide(sender, item, dir, settings);
+      if (d.kind === 'reject') {
+        rejects.push({ sender, item, reason: d.reason, bounce: d.bounce && sender !== SYSTEM_SENDER });
+        continue;
+      }
+      for (const r of d.recipients) {
+        const list = byRecipient.get(r) ?? [];
+        list.push(item.message!);
+        byRecipient.set(r, list);
+      }
+      const refs = routedRefs.get(sender) ?? [];
+      refs.push(item.ref);
+      routedRefs.set(sender, refs);
+      routeLog.push({ id: item.message!.id, from: sender, to: item.message!.to, recipients: d.recipients });
+    }
+  }
+
+  for (const [recipient, messages] of byRecipient) {
+    const outcomes = await transport.deliver(recipient, messages);
+    outcomes.forEach((o, i) => {
+      if (o.status === 'delivered') {
+        report.delivered.push({ agent: recipient, seq: o.seq, id: o.id, from: messages[i]!.from });
+        ctx.onDelivered?.(messages[i]!, recipient, o.seq);
+      } else report.duplicates += 1;
+    });
+  }
+
+  for (const r of rejects) {
+    if (r.bounce && dir.all.has(GOD_ID)) {
+      const notice = bounceNotice(r.sender, r.item, r.reason);
+      const [o] = await transport.deliver(GOD_ID, [notice]);
+      if (o?.status === 'delivered') report.delivered.push({ agent: GOD_ID, seq: o.seq, id: o.id, from: SYSTEM_SENDER });
+    }
+    await transport.reject(r.sender, r.item.ref, r.reason);
+    report.rejected.push({ sender: r.sender, ref: r.item.ref, reason: r.reason });
+  }
+
+  for (const [sender, refs] of routedRefs) await transport.settle(sender, refs);
+  for (const line of routeLog) appendEvent(root, { type: 'message.routed', ...line });
+  return report;
+}

@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { createMessage, type HiveMessage } from '../../src/protocol/message.ts';
+import type { Transport } from '../../src/queue/transport.ts';
+
+/** What a conformance run needs: a fresh transport where agents `a`, `b`, `c` exist. */
+export type TransportFactory = () => Promise<Transport>;
+
+function msg(from: string, to: string, body: string): HiveMessage {
+  return createMessage({ from, to, act: 'inform', body });
+}
+
+/**
+ * The contract every transport must keep (DESIGN §4, §8). Run it once per implementation:
+ * `describeTransportConformance('fs', async () => createFsTransport(root))`.
+ */
+export function describeTransportConformance(name: string, make: TransportFactory): void {
+  describe(`transport conformance: ${name}`, () => {
+    it('send is durable and pending returns messages in send order', async () => {
+      const t = await make();
+      const sent = Array.from({ length: 20 }, (_, i) => msg('a', 'b', `m${i}`));
+      await t.send(sent.slice(0, 10));
+      for (const m of sent.slice(10)) await t.send([m]);
+      const pending = await t.pending('a');
+      expect(pending.map((p) => p.message?.body)).toEqual(sent.map((m) => m.body));
+    });
+
+    it('settle removes routed items from pending', async () => {
+      const t = await make();
+      await t.send([msg('a', 'b', '1'), msg('a', 'b', '2')]);
+      const [first] = await t.pending('a');
+      await t.settle('a', [first!.ref]);
+      expect((await t.pending('a')).map((p) => p.message?.body)).toEqual(['2']);
+    });
+
+    it('deliver numbers entries 1, 2, 3... without gaps, across batches', async () => {
+      const t = await make();
+      const r1 = await t.deliver('b', [msg('a', 'b', '1'), msg('a', 'b', '2')]);
+      const r2 = await t.deliver('b', [msg('c', 'b', '3')]);
+      expect([...r1, ...r2].map((o) => (o.status === 'delivered' ? o.seq : -1))).toEqual([1, 2, 3]);
+    });
+
+    it('deliver is idempotent on message id, within and across batches', async () => {
+      const t = await make();
+      const m1 = msg('a', 'b', 'x');
+      const m2 = msg('a', 'b', 'y');
+      await t.deliver('b', [m1]);
+      const again = await t.deliver('b', [m1, m2, m2]);
+      expect(again.map((o) => o.status)).toEqual(['duplicate', 'delivered', 'duplicate']);
+      expect((await t.read('b', 0)).map((e) => e.message.body)).toEqual(['x', 'y']);
+    });
+
+    it('read returns entries after a seq, in order, with a limit', async () => {
+      const t = await make();
+      await t.deliver('c', Array.from({ length: 5 }, (_, i) => msg('a', 'c', String(i))));
+      expect((await t.read('c', 2)).map((e) => e.seq)).toEqual([3, 4, 5]);
+      expect((await t.read('c', 0, 2)).map((e) => e.message.body)).toEqual(['0', '1']);
+    });
+
+    it('cursor starts at 0 and commit moves it', async () => {
+      const t = await make();
+      expect(await t.cursor('b')).toBe(0);
+      await t.commit('b', 7);
+      expect(await t.cursor('b')).toBe(7);
+    });
+
+    it('concurrent deliveries to one recipient get distinct gap-free seqs', async () => {
+      const t = await make();
+      const batches = Array.from({ length: 10 }, (_, k) => Array.from({ length: 10 }, (_, i) => msg('a', 'b', `${k}.${i}`)));
+      const results = await Promise.all(batches.map((b) => t.deliver('b', b)));
+      const seqs = results.flat().map((o) => (o.status === 'delivered' ? o.seq : -1)).sort((x, y) => x - y);
+      expect(seqs).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    });
+
+    it('reject takes an item out of pending', async () => {
+      const t = await make();
+      await t.send([msg('a', 'b', 'bad')]);
+      const [item] = await t.pending('a');
+      await t.reject('a', item!.ref, { error: 'test rejection', source: 'conformance' });
+      expect(await t.pending('a')).toEqual([]);
+    });
+  });
+}

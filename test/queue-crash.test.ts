@@ -1,0 +1,90 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempRoot } from './helpers/temp.ts';
+import { collectLines, startFixture } from './helpers/fixture.ts';
+import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
+import { agentPaths } from '../src/layout/paths.ts';
+import { readOutbox } from '../src/queue/outbox.ts';
+import { listInbox } from '../src/queue/inbox.ts';
+import { acquireHiveLock } from '../src/lock/hive-lock.ts';
+
+describe('durability under SIGKILL', () => {
+  it('a writer killed mid-way through 1,000 messages leaves only whole messages, every acknowledged one present', async () => {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'w' });
+    const child = startFixture('outbox-writer.ts', [root, 'w', '1000']);
+    const killAt = 150 + Math.floor(Math.random() * 300);
+    const { lines, exited } = collectLines(child, () => {
+      if (lines.length === killAt) child.kill('SIGKILL');
+    });
+    const result = await exited;
+    expect(result.signal).toBe('SIGKILL');
+    const acked = [...lines];
+    expect(acked.length).toBeLessThan(1000);
+    const files = readOutbox(root, 'w');
+    expect(files.every((f) => f.parsed.ok)).toBe(true);
+    const onDisk = new Set(files.map((f) => (f.parsed.ok ? f.parsed.message.id : '')));
+    for (const id of acked) expect(onDisk.has(id)).toBe(true);
+    // At most the one message in flight is on disk without its acknowledgement.
+    expect(onDisk.size - acked.length).toBeLessThanOrEqual(1);
+    const strays = fs.readdirSync(agentPaths(root, 'w').outbox).filter((n) => !n.startsWith('.') && !n.endsWith('.json'));
+    expect(strays).toEqual([]);
+  }, 60_000);
+
+  it('two processes delivering 500 messages each into one inbox get 1,000 distinct gap-free seqs', async () => {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'target' });
+    const runs = ['p1', 'p2'].map((tag, i) => collectLines(startFixture('inbox-deliverer.ts', [root, 'target', tag, '500', String(i === 0 ? 7 : 13)])));
+    const results = await Promise.all(runs.map((r) => r.exited));
+    for (const r of results) expect(r.code, r.stderr).toBe(0);
+    const seqs = results.flatMap((r) => r.lines.map((l) => JSON.parse(l).seq as number)).sort((a, b) => a - b);
+    expect(seqs).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
+    const listed = listInbox(root, 'target');
+    expect(listed.map((e) => e.seq)).toEqual(seqs);
+    expect(new Set(listed.map((e) => e.id)).size).toBe(1000);
+  }, 60_000);
+});
+
+describe('hive.lock', () => {
+  it('refuses a second owner with E_LOCKED naming the pid, and recovers after the holder is SIGKILLed', async () => {
+    const root = tempRoot();
+    fs.mkdirSync(root, { recursive: true });
+    const child = startFixture('lock-holder.ts', [root]);
+    let holderPid = 0;
+    const ready = new Promise<void>((resolve) => {
+      collectLines(child, (l) => {
+        if (l.startsWith('locked ')) {
+          holderPid = Number(l.slice(7));
+          resolve();
+        }
+      });
+    });
+    await ready;
+    const refused = await acquireHiveLock(root).then(
+      () => null,
+      (err) => err,
+    );
+    expect(refused).toMatchObject({ code: 'E_LOCKED', details: { pid: holderPid } });
+    expect(refused.message).toContain(`pid ${holderPid}`);
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('close', r));
+    const t0 = Date.now();
+    const lock = await acquireHiveLock(root);
+    expect(Date.now() - t0).toBeLessThan(3_000);
+    expect(lock.owner.pid).toBe(process.pid);
+    await lock.release();
+    expect(fs.existsSync(path.join(root, 'hive.lock'))).toBe(false);
+  }, 30_000);
+
+  it('breaks a stale lock whose owner record is missing after the stale time', async () => {
+    const root = tempRoot();
+    fs.mkdirSync(path.join(root, 'hive.lock'), { recursive: true });
+    const old = new Date(Date.now() - 60_000);
+    fs.utimesSync(path.join(root, 'hive.lock'), old, old);
+    const lock = await acquireHiveLock(root, { stale: 2_000 });
+    await lock.release();
+  });
+});

@@ -1,0 +1,116 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempRoot } from './helpers/temp.ts';
+import { describeTransportConformance } from './conformance/transport.ts';
+import { createFsTransport } from '../src/queue/fs-transport.ts';
+import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
+import { agentPaths, hivePaths } from '../src/layout/paths.ts';
+import { createMessage } from '../src/protocol/message.ts';
+import { deliver, moveToDone, readInbox, resetInboxCache, listInbox } from '../src/queue/inbox.ts';
+import { writeOutbox } from '../src/queue/outbox.ts';
+import { commitCursor, readCursor } from '../src/queue/cursor.ts';
+import { listDeadLetters } from '../src/queue/dead-letter.ts';
+import { sweepTempFiles, writeFileAtomic } from '../src/fs/atomic.ts';
+
+async function hiveWith(...ids: string[]) {
+  const root = tempRoot();
+  await ensureHive(root);
+  for (const id of ids) await ensureAgent(root, { id, brain: { kind: 'echo' } });
+  return root;
+}
+
+describeTransportConformance('filesystem', async () => createFsTransport(await hiveWith('a', 'b', 'c')));
+
+describe('hive layout', () => {
+  it('ensureHive and ensureAgent are idempotent and create DESIGN §2', async () => {
+    const root = await hiveWith('alice');
+    const p = agentPaths(root, 'alice');
+    for (const f of [p.identity, p.memory, p.outbox, p.sent, p.inbox, p.done, p.cursor]) expect(fs.existsSync(f)).toBe(true);
+    for (const f of Object.values(hivePaths(root)).filter((x) => !/lock|sock|snapshots|sessions/.test(x))) {
+      expect(fs.existsSync(f), f).toBe(true);
+    }
+    expect(fs.readFileSync(p.memory, 'utf8')).toBe('# alice\n\n## Memories\n\n');
+    fs.appendFileSync(p.memory, '## 2026-01-01 — kept\n');
+    commitCursor(root, 'alice', 3);
+    await ensureAgent(root, { id: 'alice', name: 'Alice', role: 'planner', brain: { kind: 'echo' } });
+    await ensureHive(root);
+    expect(fs.readFileSync(p.memory, 'utf8')).toContain('kept');
+    expect(readCursor(root, 'alice')).toBe(3);
+    expect(fs.readFileSync(p.identity, 'utf8')).toContain('# Alice');
+    expect(fs.readFileSync(p.identity, 'utf8')).toContain('role: planner');
+  });
+
+  it('refuses to build paths from a bad agent id', async () => {
+    const root = await hiveWith();
+    await expect(ensureAgent(root, { id: '../escape' })).rejects.toMatchObject({ code: 'E_BAD_AGENT_ID' });
+    expect(fs.existsSync(path.join(root, 'escape'))).toBe(false);
+  });
+});
+
+describe('inbox', () => {
+  it('delivering the same ids twice creates no duplicates, even from a fresh process cache', async () => {
+    const root = await hiveWith('a', 'b');
+    const msgs = Array.from({ length: 50 }, (_, i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: String(i) }));
+    await deliver(root, 'b', msgs);
+    resetInboxCache();
+    const again = await deliver(root, 'b', msgs);
+    expect(again.every((o) => o.status === 'duplicate')).toBe(true);
+    expect(listInbox(root, 'b')).toHaveLength(50);
+  });
+
+  it('remembers ids after entries moved to .done and keeps seq monotonic', async () => {
+    const root = await hiveWith('a', 'b');
+    const m = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'x' });
+    await deliver(root, 'b', [m]);
+    commitCursor(root, 'b', 1);
+    moveToDone(root, 'b', 1);
+    resetInboxCache();
+    expect((await deliver(root, 'b', [m]))[0]!.status).toBe('duplicate');
+    const [next] = await deliver(root, 'b', [createMessage({ from: 'a', to: 'b', act: 'inform', body: 'y' })]);
+    expect(next).toMatchObject({ status: 'delivered', seq: 2 });
+  });
+
+  it('reads only entries after the cursor and reports garbage files as rejected', async () => {
+    const root = await hiveWith('a', 'b');
+    await deliver(root, 'b', [1, 2, 3].map((i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: String(i) })));
+    const inbox = agentPaths(root, 'b').inbox;
+    fs.writeFileSync(path.join(inbox, 'garbage.json'), 'nope');
+    fs.writeFileSync(path.join(inbox, '000000000099-fake.json'), '{"half":');
+    const { entries, rejected } = readInbox(root, 'b', 1);
+    expect(entries.map((e) => e.seq)).toEqual([2, 3]);
+    expect(rejected.map((r) => r.name).sort()).toEqual(['000000000099-fake.json', 'garbage.json']);
+  });
+
+  it('the transport dead-letters garbage it finds while reading', async () => {
+    const root = await hiveWith('a', 'b');
+    const t = createFsTransport(root);
+    fs.writeFileSync(path.join(agentPaths(root, 'b').inbox, 'junk.txt'), 'junk');
+    expect(await t.read('b', 0)).toEqual([]);
+    const dl = listDeadLetters(root);
+    expect(dl).toHaveLength(1);
+    expect(dl[0]!.reason).toMatchObject({ source: 'agents/b/inbox/junk.txt' });
+  });
+});
+
+describe('outbox and atomic writes', () => {
+  it('writes a batch durably and in order; temp files are swept', async () => {
+    const root = await hiveWith('a');
+    const msgs = Array.from({ length: 5 }, (_, i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: String(i) }));
+    writeOutbox(root, msgs);
+    const names = fs.readdirSync(agentPaths(root, 'a').outbox).filter((n) => !n.startsWith('.')).sort();
+    expect(names).toEqual(msgs.map((m) => `${m.id}.json`));
+    fs.writeFileSync(path.join(agentPaths(root, 'a').outbox, '.tmp-x.json-1234'), '{"torn');
+    expect(sweepTempFiles(agentPaths(root, 'a').outbox)).toEqual(['.tmp-x.json-1234']);
+  });
+
+  it('writeFileAtomic replaces a file without a window where it is missing', () => {
+    const root = tempRoot();
+    fs.mkdirSync(root, { recursive: true });
+    const f = path.join(root, 'x.json');
+    writeFileAtomic(f, 'old');
+    writeFileAtomic(f, 'new');
+    expect(fs.readFileSync(f, 'utf8')).toBe('new');
+    expect(fs.readdirSync(root)).toEqual(['x.json']);
+  });
+});
