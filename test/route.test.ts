@@ -70,7 +70,7 @@ describe('routing and dead letters', () => {
       JSON.stringify({ id: 'msg-001', conversation: 'conv-1', from: 'agent-42', to: 'agent-7', act: 'request', subject: 'Need data', body: 'Please fetch.', hops: 0, requires_reply: true, needs_human: false, created_at: new Date().toISOString() }),
     );
     const report = await route();
-    expect(report.delivered).toEqual([{ agent: 'agent-7', seq: 1, id: 'msg-001', from: 'agent-42' }]);
+    expect(report.delivered).toMatchObject([{ agent: 'agent-7', seq: 1, id: 'msg-001', from: 'agent-42', act: 'request', subject: 'Need data' }]);
     expect(fs.existsSync(path.join(agentPaths(root, 'agent-42').sent, 'msg-001.json'))).toBe(true);
     expect(fs.readFileSync(hivePaths(root).log, 'utf8')).toMatch(/"type":"message.routed".*"id":"msg-001"/);
   });

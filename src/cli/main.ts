@@ -4,8 +4,12 @@ import { processIO, type CliIO } from './io.ts';
 import { initCommand } from './commands/init.ts';
 import { sendCommand } from './commands/send.ts';
 import { inboxCommand } from './commands/inbox.ts';
+import { startCommand } from './commands/start.ts';
+import { statusCommand } from './commands/status.ts';
+import { spawnCommand } from './commands/spawn.ts';
+import { stopCommand } from './commands/stop.ts';
 
-export const COMMANDS: Command[] = [initCommand, sendCommand, inboxCommand];
+export const COMMANDS: Command[] = [initCommand, startCommand, statusCommand, sendCommand, inboxCommand, spawnCommand, stopCommand];
 
 function helpText(): string {
   const lines = ['hive — a durable actor runtime for teams of LLM agents', '', 'commands:'];

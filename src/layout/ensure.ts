@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { agentPaths, hivePaths } from './paths.ts';
 import { writeFileAtomic, writeJsonAtomic } from '../fs/atomic.ts';
-import { GOD_ID } from '../protocol/agent-id.ts';
+import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { updateRegistry, type RegistryEntry } from '../registry/registry.ts';
 
 export interface AgentSpec {
@@ -14,6 +14,8 @@ export interface AgentSpec {
 
 /** The brain of the god agent: people, answering through `hive answer` or the inspector. */
 export const HUMAN_BRAIN = { kind: 'human' } as const;
+/** The brain of the `hive` system agent: none; it only sends runtime notices. */
+export const SYSTEM_BRAIN = { kind: 'external' } as const;
 
 function identityText(spec: Required<Pick<AgentSpec, 'id' | 'name' | 'role'>> & { brain: unknown }): string {
   const kind = typeof spec.brain === 'object' && spec.brain !== null ? String((spec.brain as { kind?: unknown }).kind) : 'none';
@@ -79,6 +81,9 @@ export async function ensureHive(root: string): Promise<void> {
   if (!fs.existsSync(p.registry)) writeJsonAtomic(p.registry, { version: 1, agents: {} });
   if (!fs.existsSync(agentPaths(root, GOD_ID).dir)) {
     await ensureAgent(root, { id: GOD_ID, name: 'God', role: 'the people in the loop', brain: HUMAN_BRAIN }, 'system');
+  }
+  if (!fs.existsSync(agentPaths(root, SYSTEM_SENDER).dir)) {
+    await ensureAgent(root, { id: SYSTEM_SENDER, name: 'Hive', role: 'the runtime: notices about failures and dead letters', brain: SYSTEM_BRAIN }, 'system');
   }
 }
 

@@ -60,11 +60,24 @@ export function deadLetterFile(root: string, file: string, reason: DeadLetterRea
   return rec;
 }
 
-/** Writes an in-memory item (a message that was never a file of its own) into dead-letter/. */
-export function deadLetterData(root: string, baseName: string, data: string, reason: DeadLetterReason): DeadLetterRecord {
+/**
+ * Writes an in-memory item (a message that was never a file of its own) into dead-letter/.
+ * `exactName`: use `baseName` as is and do nothing if it is already there (idempotent
+ * for callers that may repeat after a crash).
+ */
+export function deadLetterData(
+  root: string,
+  baseName: string,
+  data: string,
+  reason: DeadLetterReason,
+  options: { exactName?: boolean } = {},
+): DeadLetterRecord {
   const dir = hivePaths(root).deadLetter;
   fs.mkdirSync(dir, { recursive: true });
-  const rec = record(root, deadLetterName(baseName), reason);
+  if (options.exactName && fs.existsSync(path.join(dir, baseName))) {
+    return { name: baseName, file: path.join(dir, baseName), reasonFile: path.join(dir, `${baseName}.reason.json`) };
+  }
+  const rec = record(root, options.exactName ? baseName : deadLetterName(baseName), reason);
   writeFileAtomic(rec.file, data);
   appendEvent(root, { type: 'message.dead-lettered', file: rec.name, ...reason });
   return rec;

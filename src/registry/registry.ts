@@ -43,7 +43,9 @@ export function readRegistry(root: string): Registry {
  */
 export async function updateRegistry<T>(root: string, change: (registry: Registry) => T): Promise<T> {
   const file = hivePaths(root).registry;
-  const release = await lockfile.lock(hivePaths(root).root, {
+  // proper-lockfile keys its in-process lock table by the locked path: lock the registry
+  // file itself, never the root (that key belongs to hive.lock).
+  const release = await lockfile.lock(file, {
     lockfilePath: `${file}.lock`,
     stale: 5_000,
     retries: { retries: 200, minTimeout: 5, maxTimeout: 50 },

@@ -7,6 +7,23 @@ import { readRegistry } from '../registry/registry.ts';
 import { appendEvent } from '../log/event-log.ts';
 import type { Transport, PendingItem } from '../queue/transport.ts';
 import type { DeadLetterReason } from '../queue/dead-letter.ts';
+import type { Delivery } from '../../actors/protocol.ts';
+
+function deliveryOf(agent: string, seq: number, m: HiveMessage): Delivery {
+  return {
+    agent,
+    seq,
+    id: m.id,
+    from: m.from,
+    to: m.to,
+    act: m.act,
+    subject: m.subject,
+    body: m.body.length > 200 ? `${m.body.slice(0, 197)}...` : m.body,
+    needs_human: m.needs_human,
+    in_reply_to: m.in_reply_to,
+    conversation: m.conversation,
+  };
+}
 
 /**
  * One routing pass over every outbox (DESIGN §4). Pure decisions in `decide`, effects
@@ -31,7 +48,7 @@ export const DEFAULT_ROUTER_SETTINGS: RouterSettings = { hopCap: 12, batchPerSen
 export interface AgentDirectory {
   /** Every agent with an inbox. */
   all: Set<string>;
-  /** Agents that take part in broadcasts (not archived, not god). */
+  /** Agents that take part in broadcasts (not archived, not god or the `hive` system agent). */
   broadcastable: Set<string>;
 }
 
@@ -45,14 +62,15 @@ export function readDirectory(root: string): AgentDirectory {
     names = [];
   }
   for (const n of names) if (isAgentId(n)) all.add(n);
-  let archived = new Set<string>();
+  let excluded = new Set<string>([GOD_ID, SYSTEM_SENDER]);
   try {
     const reg = readRegistry(root);
-    archived = new Set(Object.values(reg.agents).filter((a) => a.status === 'archived').map((a) => a.id));
+    for (const a of Object.values(reg.agents)) if (a.status === 'archived' || a.origin === 'system') excluded.add(a.id);
   } catch {
-    // An unreadable registry must not stop routing; nobody is treated as archived.
+    // An unreadable registry must not stop routing; only the built-in system agents are excluded.
+    excluded = new Set([GOD_ID, SYSTEM_SENDER]);
   }
-  const broadcastable = new Set([...all].filter((id) => id !== GOD_ID && !archived.has(id)));
+  const broadcastable = new Set([...all].filter((id) => !excluded.has(id)));
   return { all, broadcastable };
 }
 
@@ -119,7 +137,7 @@ export function bounceNotice(sender: string, item: PendingItem, reason: DeadLett
 
 export interface RouteReport {
   /** Entries that landed in an inbox this pass. */
-  delivered: { agent: string; seq: number; id: string; from: string }[];
+  delivered: Delivery[];
   duplicates: number;
   rejected: { sender: string; ref: string; reason: DeadLetterReason }[];
   /** Senders whose outbox still had more than one batch. */
@@ -172,7 +190,7 @@ export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
     const outcomes = await transport.deliver(recipient, messages);
     outcomes.forEach((o, i) => {
       if (o.status === 'delivered') {
-        report.delivered.push({ agent: recipient, seq: o.seq, id: o.id, from: messages[i]!.from });
+        report.delivered.push(deliveryOf(recipient, o.seq, messages[i]!));
         ctx.onDelivered?.(messages[i]!, recipient, o.seq);
       } else report.duplicates += 1;
     });
@@ -182,7 +200,7 @@ export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
     if (r.bounce && dir.all.has(GOD_ID)) {
       const notice = bounceNotice(r.sender, r.item, r.reason);
       const [o] = await transport.deliver(GOD_ID, [notice]);
-      if (o?.status === 'delivered') report.delivered.push({ agent: GOD_ID, seq: o.seq, id: o.id, from: SYSTEM_SENDER });
+      if (o?.status === 'delivered') report.delivered.push(deliveryOf(GOD_ID, o.seq, notice));
     }
     await transport.reject(r.sender, r.item.ref, r.reason);
     report.rejected.push({ sender: r.sender, ref: r.item.ref, reason: r.reason });

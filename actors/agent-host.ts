@@ -1,0 +1,74 @@
+/**
+ * Worker entry: hosts one or more agent actors (one by default; pooled hosts carry
+ * several). Exposes `AgentHostApi` with comlink and sends `WorkerEvent`s on the events
+ * port. Not exported from the package.
+ */
+import { parentPort, threadId, workerData } from 'node:worker_threads';
+import * as Comlink from 'comlink/dist/esm/comlink.mjs';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import type { ActorInfo, AgentHostApi, HostedAgentSpec, WorkerEvent, WorkerInit } from './protocol.ts';
+import { AgentActor } from '../src/agent/agent-actor.ts';
+import { createBrain } from '../src/brains/create.ts';
+import { agentPaths } from '../src/layout/paths.ts';
+import { appendEvent } from '../src/log/event-log.ts';
+
+const init = workerData as WorkerInit;
+const actors = new Map<string, AgentActor>();
+const emit = (event: WorkerEvent) => init.events.postMessage(event);
+
+/** Let it crash: rethrow outside any promise chain so the worker dies with this error. */
+function crash(error: unknown): void {
+  setImmediate(() => {
+    throw error instanceof Error ? error : new Error(String(error));
+  });
+}
+
+async function startOne(spec: HostedAgentSpec): Promise<ActorInfo> {
+  const brain = await createBrain(spec.brain, {
+    root: init.root,
+    agentId: spec.id,
+    agentName: spec.name,
+    agentDir: agentPaths(init.root, spec.id).dir,
+    ...(spec.moduleUrl ? { moduleUrl: spec.moduleUrl } : {}),
+  });
+  const actor = new AgentActor({
+    root: init.root,
+    spec,
+    brain,
+    settings: init.agentSettings!,
+    emit,
+    onFatal: crash,
+  });
+  actors.set(spec.id, actor);
+  const info = await actor.start();
+  emit({ type: 'actor.started', agent: spec.id, info, reemitted: 0 });
+  appendEvent(init.root, { type: 'actor.started', agent: spec.id, restored_from: info.restoredFrom, cursor: info.cursor, thread: threadId });
+  return info;
+}
+
+const api: AgentHostApi = {
+  async startActors(specs) {
+    const infos: ActorInfo[] = [];
+    for (const spec of specs) infos.push(await startOne(spec));
+    return infos;
+  },
+  wake(ids) {
+    for (const id of ids) actors.get(id)?.wake();
+  },
+  async stopActor(id, graceMs) {
+    const actor = actors.get(id);
+    if (!actor) return true;
+    const ok = await actor.stop(graceMs);
+    actors.delete(id);
+    return ok;
+  },
+  async stopAll(graceMs) {
+    await Promise.all([...actors.values()].map((a) => a.stop(graceMs)));
+  },
+  status() {
+    return [...actors.values()].map((a) => a.info());
+  },
+};
+
+Comlink.expose(api, nodeEndpoint(parentPort));
+emit({ type: 'host.ready', hostId: init.hostId, threadId });

@@ -1,0 +1,128 @@
+/**
+ * The main ↔ worker protocol, in one place (piscina's types.ts idea).
+ *
+ * - The worker receives `WorkerInit` as `workerData`, including `events`: a MessagePort
+ *   for one-way events to the main thread.
+ * - The worker exposes its API (`AgentHostApi` or `RouterHostApi`) on `parentPort`
+ *   with comlink, then posts `{ type: 'host.ready' }` on the events port: the handshake.
+ *   The main thread calls the API only after that message.
+ * - Errors cross as `{ code, message }` objects (structured clone drops prototypes).
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { BrainSpec } from '../src/config/schema.ts';
+import type { DurableTimer } from '../machines/agent.ts';
+
+export type HostKind = 'agent-host' | 'router-host';
+
+export interface AgentSettings {
+  turnBatch: number;
+  poisonAfter: number;
+  doneCap: number;
+  inboxPollMs: number;
+  /** How long an inbox gap may stay open before the cursor skips it. */
+  gapWaitMs: number;
+}
+
+export interface RouterSettingsInit {
+  pollMs: number;
+  hopCap: number;
+  batchPerSender: number;
+  sentCap: number;
+  doneCap: number;
+  /** Use file events (chokidar) in addition to notices and the poll. */
+  watch: boolean;
+}
+
+export interface WorkerInit {
+  kind: HostKind;
+  hostId: string;
+  root: string;
+  events: MessagePort;
+  agentSettings?: AgentSettings;
+  routerSettings?: RouterSettingsInit;
+}
+
+/** An agent as a host starts it. */
+export interface HostedAgentSpec {
+  id: string;
+  name: string;
+  role: string;
+  brain: BrainSpec;
+  /** Compiled module-brain URL (module brains only). */
+  moduleUrl?: string;
+  /** Effective turn batch for this agent (slow brains take one message per commit). */
+  turnBatch?: number;
+}
+
+export interface ActorInfo {
+  id: string;
+  value: string;
+  status: 'active' | 'done' | 'error' | 'stopped';
+  cursor: number;
+  handled: number;
+  turns: number;
+  timers: DurableTimer[];
+  restoredFrom: 'state' | 'fresh' | null;
+}
+
+export interface AgentHostApi {
+  startActors(specs: HostedAgentSpec[]): Promise<ActorInfo[]>;
+  wake(ids: string[]): void;
+  stopActor(id: string, graceMs: number): Promise<boolean>;
+  stopAll(graceMs: number): Promise<void>;
+  status(): ActorInfo[];
+}
+
+export interface RouterInfo {
+  value: string;
+  passes: number;
+  delivered: number;
+  rejected: number;
+}
+
+export interface RouterHostApi {
+  start(): Promise<void>;
+  /** An outbox changed (a sender wrote): route soon. */
+  kick(): void;
+  stop(): Promise<void>;
+  status(): RouterInfo;
+}
+
+export interface Delivery {
+  /** The inbox it landed in. */
+  agent: string;
+  seq: number;
+  id: string;
+  from: string;
+  to: string;
+  act: string;
+  subject: string;
+  /** The body, cut to 200 characters. */
+  body: string;
+  needs_human: boolean;
+  in_reply_to: string | null;
+  conversation: string;
+}
+
+/** One-way events from workers to the supervisor. */
+export type WorkerEvent =
+  | { type: 'host.ready'; hostId: string; threadId: number }
+  | { type: 'actor.started'; agent: string; info: ActorInfo; reemitted: number }
+  | { type: 'actor.state'; agent: string; value: string; cursor: number; handled: number }
+  | { type: 'actor.turn'; agent: string; seq: number; attempts: number }
+  | {
+      type: 'actor.processed';
+      agent: string;
+      cursor: number;
+      handled: { seq: number; id: string; from: string; act: string }[];
+      sent: { id: string; to: string; act: string; subject: string; body: string; in_reply_to: string | null }[];
+    }
+  | { type: 'actor.poisoned'; agent: string; seq: number; id: string; attempts: number; deadLetter: string; from: string }
+  | { type: 'actor.failed'; agent: string; error: { code?: string; message: string } }
+  | { type: 'actor.stopped'; agent: string }
+  | { type: 'outbox.written'; agent: string; count: number }
+  | { type: 'router.delivered'; deliveries: Delivery[]; latenciesMs: number[] }
+  | { type: 'router.rejected'; items: { sender: string; ref: string; error: string; code?: string }[] }
+  | { type: 'router.state'; value: string };
+
+export const READY: WorkerEvent['type'] = 'host.ready';

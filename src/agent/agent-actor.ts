@@ -1,0 +1,340 @@
+import { createActor, fromPromise, type Actor } from 'xstate';
+import {
+  agentMachine,
+  type AgentContext,
+  type DurableTimer,
+  type PersistedAgentContext,
+  type TurnResult,
+  type Work,
+  type WorkEntry,
+} from '../../machines/agent.ts';
+import type { ActorInfo, AgentSettings, HostedAgentSpec, WorkerEvent } from '../../actors/protocol.ts';
+import type { Brain, BrainInput } from '../brains/types.ts';
+import { agentPaths } from '../layout/paths.ts';
+import { createFsTransport } from '../queue/fs-transport.ts';
+import { deadLetterData, relativeToHive } from '../queue/dead-letter.ts';
+import { commitCursor } from '../queue/cursor.ts';
+import { appendEvent } from '../log/event-log.ts';
+import { errorMessage } from '../errors.ts';
+import { composeMessages, godNotice, nextTimers } from './compose.ts';
+import { SYSTEM_SENDER } from '../protocol/agent-id.ts';
+import { commitTurn, readInflight, restoreAgentState, writeInflight, type InflightMarker } from './state-file.ts';
+import { encodeMessage, writeOutbox } from '../queue/outbox.ts';
+
+/** Time source and timers, injectable for tests. */
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const realClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => {
+    const t = setTimeout(fn, ms);
+    t.unref?.();
+    return t;
+  },
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+};
+
+export interface AgentActorOptions {
+  root: string;
+  spec: HostedAgentSpec;
+  brain: Brain;
+  settings: AgentSettings;
+  emit: (event: WorkerEvent) => void;
+  /** Called when the actor failed (brain threw, disk error): the host lets the worker crash. */
+  onFatal: (error: unknown) => void;
+  clock?: Clock;
+}
+
+/**
+ * One agent actor: the pure agent machine wired to the hive folder and a brain.
+ * @example
+ * const a = new AgentActor({ root, spec, brain, settings, emit, onFatal });
+ * await a.start(); a.wake();
+ */
+export class AgentActor {
+  readonly id: string;
+  private readonly clock: Clock;
+  private readonly transport;
+  private actor: Actor<typeof agentMachine> | null = null;
+  private inflight: InflightMarker | null = null;
+  private timerHandle: unknown = null;
+  private pollHandle: unknown = null;
+  private gapSince: number | null = null;
+  private restoredFrom: 'state' | 'fresh' | null = null;
+  private mirrorHandle: unknown = null;
+  private lastValue = 'idle';
+
+  constructor(private readonly o: AgentActorOptions) {
+    this.id = o.spec.id;
+    this.clock = o.clock ?? realClock;
+    this.transport = createFsTransport(o.root, { doneCap: o.settings.doneCap });
+  }
+
+  /** Restores from state.json (re-emitting the last turn if needed) and starts the machine. */
+  async start(): Promise<ActorInfo> {
+    const restored = restoreAgentState(this.o.root, this.id, this.o.settings.doneCap);
+    this.restoredFrom = restored.from;
+    this.inflight = readInflight(this.o.root, this.id);
+    if (restored.reemitted > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: restored.reemitted });
+    const machine = agentMachine.provide({
+      actors: {
+        fetchWork: fromPromise(async ({ input }) => this.fetchWork(input.cursor, input.timers)),
+        think: fromPromise(async ({ input }) => this.think(input.context, input.work)),
+        commit: fromPromise(async ({ input }) => this.commit(input.next, input.messages)),
+        rejectPoison: fromPromise(async ({ input }) => this.rejectPoison(input.next, input.poison)),
+      },
+    });
+    // Restore from JSON the XState way: resolve the persisted snapshot, then start from it.
+    const snapshot = machine.resolveState({
+      value: 'idle',
+      context: { ...restored.context, work: null, result: null, wakePending: true, stopRequested: false } satisfies AgentContext,
+    });
+    this.actor = createActor(machine, { snapshot, input: { agentId: this.id } });
+    this.actor.subscribe({
+      next: (s) => this.onSnapshot(String(s.value), s.context),
+      error: (err) => {
+        this.o.emit({ type: 'actor.failed', agent: this.id, error: { message: errorMessage(err) } });
+        appendEvent(this.o.root, { type: 'actor.failed', agent: this.id, error: errorMessage(err) });
+        this.o.onFatal(err);
+      },
+    });
+    this.actor.start();
+    this.pollHandle = this.startPoll();
+    return this.info();
+  }
+
+  wake(): void {
+    this.actor?.send({ type: 'hive.wake' });
+  }
+
+  /** Asks the actor to stop after its current turn; resolves true if it did within `graceMs`. */
+  async stop(graceMs: number): Promise<boolean> {
+    const actor = this.actor;
+    this.clearTimers();
+    if (!actor) return true;
+    if (actor.getSnapshot().status !== 'active') return true;
+    actor.send({ type: 'hive.stop' });
+    const stopped = await new Promise<boolean>((resolve) => {
+      if (actor.getSnapshot().status !== 'active') return resolve(true);
+      const timeout = setTimeout(() => resolve(false), graceMs);
+      const sub = actor.subscribe({
+        next: (s) => {
+          if (s.status !== 'active') {
+            clearTimeout(timeout);
+            sub.unsubscribe();
+            resolve(true);
+          }
+        },
+        complete: () => {
+          clearTimeout(timeout);
+          resolve(true);
+        },
+        error: () => {
+          clearTimeout(timeout);
+          resolve(false);
+        },
+      });
+    });
+    if (stopped) this.mirrorCursor();
+    await this.o.brain.close?.();
+    this.o.emit({ type: 'actor.stopped', agent: this.id });
+    return stopped;
+  }
+
+  info(): ActorInfo {
+    const s = this.actor?.getSnapshot();
+    return {
+      id: this.id,
+      value: s ? String(s.value) : 'starting',
+      status: s ? (s.status === 'done' ? 'stopped' : s.status === 'stopped' ? 'stopped' : s.status) : 'active',
+      cursor: s?.context.cursor ?? 0,
+      handled: s?.context.handled ?? 0,
+      turns: s?.context.turns ?? 0,
+      timers: s?.context.timers ?? [],
+      restoredFrom: this.restoredFrom,
+    };
+  }
+
+  private onSnapshot(value: string, context: AgentContext): void {
+    if (value !== this.lastValue) {
+      this.lastValue = value;
+      this.o.emit({ type: 'actor.state', agent: this.id, value, cursor: context.cursor, handled: context.handled });
+    }
+    if (value === 'idle') {
+      this.armTimer(context.timers);
+      this.scheduleMirror();
+    }
+  }
+
+  private startPoll(): unknown {
+    const tick = () => {
+      this.wake();
+      this.pollHandle = this.clock.setTimeout(tick, this.o.settings.inboxPollMs);
+    };
+    return this.clock.setTimeout(tick, this.o.settings.inboxPollMs);
+  }
+
+  /** Re-arms the wake-up for the earliest durable timer (DESIGN §5: timers survive restarts). */
+  private armTimer(timers: DurableTimer[]): void {
+    if (this.timerHandle !== null) this.clock.clearTimeout(this.timerHandle);
+    this.timerHandle = null;
+    const next = timers[0];
+    if (!next) return;
+    this.timerHandle = this.clock.setTimeout(() => {
+      this.timerHandle = null;
+      this.wake();
+    }, Math.max(0, next.at - this.clock.now()));
+  }
+
+  /** cursor.json mirrors state.json's cursor for people and tools; written when idle, lazily. */
+  private scheduleMirror(): void {
+    if (this.mirrorHandle !== null) return;
+    this.mirrorHandle = this.clock.setTimeout(() => {
+      this.mirrorHandle = null;
+      this.mirrorCursor();
+    }, 250);
+  }
+
+  private mirrorCursor(): void {
+    const cursor = this.actor?.getSnapshot().context.cursor;
+    if (cursor === undefined) return;
+    try {
+      commitCursor(this.o.root, this.id, cursor, { durable: false });
+    } catch {
+      // a mirror; state.json is the truth
+    }
+  }
+
+  private clearTimers(): void {
+    for (const h of [this.timerHandle, this.pollHandle, this.mirrorHandle]) if (h !== null) this.clock.clearTimeout(h);
+    this.timerHandle = this.pollHandle = this.mirrorHandle = null;
+  }
+
+  // ---- effects supplied to the machine ------------------------------------------------
+
+  private async fetchWork(cursor: number, timers: DurableTimer[]): Promise<Work | null> {
+    const now = this.clock.now();
+    const due = timers.filter((t) => t.at <= now);
+    const batch = this.o.spec.turnBatch ?? this.o.settings.turnBatch;
+    const read = await this.transport.read(this.id, cursor, batch);
+    const entries: WorkEntry[] = [];
+    for (const e of read) {
+      if (e.seq !== cursor + 1 + entries.length) break;
+      entries.push({ seq: e.seq, message: e.message });
+    }
+    if (read.length > 0 && entries.length === 0) {
+      // A gap: seq cursor+1 is missing. Usually a delivery still renaming; wait, then skip.
+      this.gapSince ??= now;
+      if (now - this.gapSince >= this.o.settings.gapWaitMs) {
+        this.gapSince = null;
+        appendEvent(this.o.root, { type: 'inbox.gap', agent: this.id, missing_from: cursor + 1, next: read[0]!.seq });
+        return { entries: [], timers: [], poison: null, skipTo: read[0]!.seq - 1 };
+      }
+      this.clock.setTimeout(() => this.wake(), 20);
+    } else this.gapSince = null;
+    if (entries.length === 0 && due.length === 0) return null;
+    if (entries.length > 0) {
+      const first = entries[0]!;
+      const attempts = this.inflight?.seq === first.seq ? this.inflight.attempts + 1 : 1;
+      if (attempts > this.o.settings.poisonAfter) {
+        return { entries: [], timers: [], poison: { ...first, attempts: attempts - 1 }, skipTo: null };
+      }
+      // After a crash, re-run one message at a time so a poison message is pinned down exactly.
+      if (attempts > 1) entries.splice(1);
+      this.inflight = { seq: first.seq, attempts };
+      writeInflight(this.o.root, this.id, this.inflight);
+      this.o.emit({ type: 'actor.turn', agent: this.id, seq: first.seq, attempts });
+    }
+    return { entries, timers: due, poison: null, skipTo: null };
+  }
+
+  private async think(context: PersistedAgentContext, work: Work): Promise<TurnResult> {
+    const p = agentPaths(this.o.root, this.id);
+    let state = context.brainState;
+    let timers = context.timers;
+    let cursor = context.cursor;
+    let handled = 0;
+    const messages = [];
+    const inputs: BrainInput[] = [
+      ...work.timers.map((timer) => ({ kind: 'timer' as const, timer })),
+      ...work.entries.map((e) => ({ kind: 'message' as const, seq: e.seq, message: e.message })),
+    ];
+    for (const input of inputs) {
+      const now = this.clock.now();
+      const out = await this.o.brain.handle({
+        input,
+        agent: { id: this.id, name: this.o.spec.name, role: this.o.spec.role },
+        state,
+        now,
+        root: this.o.root,
+        agentDir: p.dir,
+      });
+      const composed = composeMessages(this.id, input, out.messages ?? [], now);
+      for (const bad of composed.invalid) {
+        deadLetterData(this.o.root, `draft-from-${this.id}.json`, `${JSON.stringify(bad.draft, null, 2)}\n`, {
+          error: `Brain of "${this.id}" produced an invalid message: ${bad.error}`,
+          code: 'E_BAD_MESSAGE',
+          source: `agents/${this.id} (brain output)`,
+        });
+      }
+      messages.push(...composed.messages);
+      if (out.state !== undefined) state = out.state;
+      timers = nextTimers(this.id, input, timers, out.schedule ?? [], out.cancel ?? [], now);
+      if (input.kind === 'message') {
+        cursor = input.seq;
+        handled += 1;
+      }
+    }
+    return { cursor, messages, brainState: state, timers, handled };
+  }
+
+  private async commit(next: PersistedAgentContext, messages: TurnResult['messages']): Promise<void> {
+    const work = this.actor?.getSnapshot().context.work;
+    commitTurn(this.o.root, next, messages, this.o.settings.doneCap);
+    if (messages.length > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: messages.length });
+    this.o.emit({
+      type: 'actor.processed',
+      agent: this.id,
+      cursor: next.cursor,
+      handled: (work?.entries ?? []).map((e) => ({ seq: e.seq, id: e.message.id, from: e.message.from, act: e.message.act })),
+      sent: messages.map((m) => ({ id: m.id, to: m.to, act: m.act, subject: m.subject, body: m.body, in_reply_to: m.in_reply_to })),
+    });
+  }
+
+  private async rejectPoison(next: PersistedAgentContext, poison: WorkEntry & { attempts: number }): Promise<void> {
+    const p = agentPaths(this.o.root, this.id);
+    const name = `${String(poison.seq).padStart(12, '0')}-${poison.message.id}.json`;
+    const rec = deadLetterData(this.o.root, `poison-${this.id}-${name}`, encodeMessage(poison.message), {
+      error: `Message crashed the brain of "${this.id}" ${poison.attempts} times in a row (poison)`,
+      code: 'E_POISON',
+      source: relativeToHive(this.o.root, `${p.inbox}/${name}`),
+      agent: this.id,
+      attempts: poison.attempts,
+    }, { exactName: true });
+    const notice = godNotice(
+      'poison',
+      `${this.id}/${poison.message.id}`,
+      `Poison message dead-lettered at ${this.id}`,
+      `Message ${poison.message.id} from ${poison.message.from} crashed the brain of ${this.id} ${poison.attempts} times in a row. ` +
+        `It was moved to dead-letter/${rec.name} and the agent went on with its next message.`,
+      poison.message.id,
+    );
+    writeOutbox(this.o.root, [notice]);
+    this.o.emit({ type: 'outbox.written', agent: SYSTEM_SENDER, count: 1 });
+    commitTurn(this.o.root, next, [], this.o.settings.doneCap);
+    this.inflight = null;
+    this.o.emit({
+      type: 'actor.poisoned',
+      agent: this.id,
+      seq: poison.seq,
+      id: poison.message.id,
+      attempts: poison.attempts,
+      deadLetter: rec.name,
+      from: poison.message.from,
+    });
+  }
+}

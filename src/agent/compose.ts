@@ -1,0 +1,77 @@
+import { createMessage, parseMessage, type HiveMessage } from '../protocol/message.ts';
+import { deriveId, stableId } from '../protocol/ids.ts';
+import type { BrainInput, DurableTimer, Draft, TimerRequest } from '../brains/types.ts';
+
+/** The key of an input: the message id, or the timer id. Outgoing ids derive from it. */
+export function inputKey(input: BrainInput): string {
+  return input.kind === 'message' ? input.message.id : input.timer.id;
+}
+
+export interface Composed {
+  messages: HiveMessage[];
+  /** Drafts that do not make valid messages, with the reason (dead-lettered by the caller). */
+  invalid: { draft: unknown; error: string }[];
+}
+
+/**
+ * Turns a brain's drafts into full messages: ids derived from the input and the
+ * agent, `from` the agent, `hops` one more than the input's, the input's conversation
+ * and traceparent unless the draft says otherwise.
+ */
+export function composeMessages(agentId: string, input: BrainInput, drafts: Draft[], now: number): Composed {
+  const key = inputKey(input);
+  const parent = input.kind === 'message' ? input.message : null;
+  const out: Composed = { messages: [], invalid: [] };
+  drafts.forEach((d, i) => {
+    const id = deriveId(agentId, key, i, now);
+    const candidate: Record<string, unknown> = {
+      ...d,
+      id,
+      from: agentId,
+      conversation: d.conversation ?? parent?.conversation ?? id,
+      in_reply_to: d.in_reply_to ?? null,
+      hops: parent ? parent.hops + 1 : 0,
+      created_at: new Date(now).toISOString(),
+    };
+    if (parent?.traceparent) candidate.traceparent = parent.traceparent;
+    const r = parseMessage(candidate);
+    if (r.ok) out.messages.push(r.message);
+    else out.invalid.push({ draft: d, error: r.error.message });
+  });
+  return out;
+}
+
+/** Applies timer requests and cancellations to the pending timers. Pure. */
+export function nextTimers(
+  agentId: string,
+  input: BrainInput,
+  pending: DurableTimer[],
+  schedule: TimerRequest[],
+  cancel: string[],
+  now: number,
+): DurableTimer[] {
+  const key = inputKey(input);
+  const fired = input.kind === 'timer' ? input.timer.id : null;
+  const kept = pending.filter((t) => t.id !== fired && !cancel.includes(t.name));
+  const added = schedule.map((r, i) => ({
+    id: stableId('timer', agentId, key, r.name, String(i)),
+    name: r.name,
+    at: now + Math.max(0, r.delayMs),
+    payload: r.payload ?? null,
+  }));
+  return [...kept, ...added].sort((a, b) => a.at - b.at);
+}
+
+/** A notice to god, for messages the runtime itself writes (poison, failures). */
+export function godNotice(kind: string, key: string, subject: string, body: string, inReplyTo: string | null = null): HiveMessage {
+  return createMessage({
+    id: stableId(kind, key),
+    from: 'hive',
+    to: 'god',
+    act: 'inform',
+    subject,
+    body,
+    in_reply_to: inReplyTo,
+    requires_reply: false,
+  });
+}

@@ -1,0 +1,37 @@
+import { HiveError } from '../errors.ts';
+import type { BrainSpec } from '../config/schema.ts';
+import type { Brain } from './types.ts';
+import { createEchoBrain } from './echo.ts';
+import { createModuleBrain } from './module.ts';
+
+/** What a brain factory may need besides its spec. */
+export interface BrainEnv {
+  root: string;
+  agentId: string;
+  agentName: string;
+  agentDir: string;
+  /** Importable URL of a module brain, compiled by the supervisor. */
+  moduleUrl?: string;
+}
+
+type Factory<K extends BrainSpec['kind']> = (spec: Extract<BrainSpec, { kind: K }>, env: BrainEnv) => Promise<Brain>;
+
+/** One entry per provider kind. Adding a provider is one file plus one line here. */
+const FACTORIES: { [K in BrainSpec['kind']]?: Factory<K> } = {
+  echo: async (spec) => createEchoBrain(spec.delayMs === undefined ? {} : { delayMs: spec.delayMs }),
+  module: async (spec, env) => createModuleBrain(env.moduleUrl ?? spec.module, spec.export ?? 'default', spec.options ?? {}),
+};
+
+/** Kinds whose messages wait for people or an outside process instead of an actor. */
+export const PASSIVE_KINDS: ReadonlySet<string> = new Set(['human', 'external']);
+
+/** Registers a provider (used by later providers and by tests). */
+export function registerBrainFactory<K extends BrainSpec['kind']>(kind: K, factory: Factory<K>): void {
+  (FACTORIES as Record<string, unknown>)[kind] = factory;
+}
+
+export async function createBrain(spec: BrainSpec, env: BrainEnv): Promise<Brain> {
+  const factory = FACTORIES[spec.kind] as Factory<typeof spec.kind> | undefined;
+  if (!factory) throw new HiveError('E_BRAIN', `No brain provider for kind "${spec.kind}" (agent ${env.agentId})`);
+  return factory(spec as never, env);
+}

@@ -1,0 +1,49 @@
+import path from 'node:path';
+import { loadConfig } from '../../config/load.ts';
+import { createHive } from '../../hive.ts';
+import type { Delivery } from '../../../actors/protocol.ts';
+import { JSON_OPTION, str, type Command } from '../args.ts';
+
+function clock(): string {
+  return new Date().toISOString().slice(11, 23);
+}
+
+/** One line per delivered message: the exchange as it happens. */
+export function formatDelivery(d: Delivery): string {
+  const arrow = d.to === d.agent || d.to === 'human' || d.needs_human ? `${d.from} → ${d.agent}` : `${d.from} → ${d.agent} (${d.to})`;
+  const ask = d.needs_human ? '  [ASK ME]' : '';
+  const text = `${d.subject ? `${d.subject}: ` : ''}${d.body}`.replace(/\s+/g, ' ').slice(0, 110);
+  return `${clock()}  ${arrow.padEnd(26)} ${d.act.padEnd(8)} ${text}${ask}\n`;
+}
+
+export const startCommand: Command = {
+  name: 'start',
+  summary: 'start the supervisor on a config file and run until Ctrl-C',
+  usage: 'hive start [--config FILE] [--quiet] [--json]',
+  options: { config: { type: 'string' }, quiet: { type: 'boolean' }, ...JSON_OPTION },
+  async run(args, io) {
+    const file = path.resolve(io.cwd, str(args, 'config') ?? 'hive.config.ts');
+    const config = await loadConfig(file);
+    const hive = createHive(config);
+    const json = args.values.json === true;
+    const quiet = args.values.quiet === true;
+    if (!quiet) {
+      hive.on('delivered', (d) => io.out(json ? `${JSON.stringify({ event: 'delivered', ...d })}\n` : formatDelivery(d)));
+      hive.on('crashed', (c) => io.err(`${clock()}  crashed: ${c.host} (${c.error}); restarting in ${c.delayMs} ms\n`));
+      hive.on('failed', (f) => io.err(`${clock()}  FAILED: ${f.host} after ${f.restarts} restarts (${f.error}); god was told\n`));
+      hive.on('dead-lettered', (d) => io.err(`${clock()}  dead-letter: ${d.source}: ${d.error}\n`));
+    }
+    await hive.start();
+    const agents = hive.status().filter((s) => s.kind === 'agent').length;
+    io.out(
+      json
+        ? `${JSON.stringify({ event: 'ready', root: hive.root, agents, pid: process.pid })}\n`
+        : `hive ready: root=${hive.root} agents=${agents} pid=${process.pid} (Ctrl-C to stop)\n`,
+    );
+    await io.interrupted;
+    io.err('hive: stopping...\n');
+    await hive.close();
+    io.err('hive: stopped\n');
+    return 0;
+  },
+};

@@ -1,0 +1,69 @@
+import { controlRequest } from '../../supervisor/control.ts';
+import type { ActorStatus } from '../../supervisor/supervisor.ts';
+import { isHiveError, HiveError } from '../../errors.ts';
+import { isHive } from '../../layout/ensure.ts';
+import { readRegistry } from '../../registry/registry.ts';
+import { committedCursor } from '../../queue/committed-cursor.ts';
+import { inboxDepth } from '../../queue/inbox.ts';
+import { readStateFile } from '../../agent/state-file.ts';
+import { JSON_OPTION, ROOT_OPTION, rootOf, type Command } from '../args.ts';
+
+/** What the disk says when no supervisor is running. */
+function offlineStatus(root: string): ActorStatus[] {
+  const reg = readRegistry(root);
+  return Object.values(reg.agents)
+    .sort((a, b) => a.id.localeCompare(b.id))
+    .map((a) => {
+      const cursor = committedCursor(root, a.id);
+      let state = 'not running';
+      try {
+        state = readStateFile(root, a.id)?.snapshot.value ?? state;
+      } catch {
+        state = 'unreadable state.json';
+      }
+      const kind = (a.brain as { kind?: string })?.kind ?? '?';
+      return {
+        id: a.id,
+        kind: kind === 'human' || kind === 'external' ? 'passive' : 'agent',
+        brain: kind,
+        host: null,
+        state,
+        status: a.status,
+        restarts: 0,
+        inboxDepth: inboxDepth(root, a.id, cursor),
+        cursor,
+        handled: 0,
+        threadId: null,
+      } satisfies ActorStatus;
+    });
+}
+
+export const statusCommand: Command = {
+  name: 'status',
+  summary: 'list each actor: kind, state, status, restarts, inbox depth, cursor',
+  usage: 'hive status --root DIR [--json]',
+  options: { ...ROOT_OPTION, ...JSON_OPTION },
+  async run(args, io) {
+    const root = rootOf(args, io);
+    if (!isHive(root)) throw new HiveError('E_NOT_A_HIVE', `${root} is not a hive`);
+    let running = true;
+    let actors: ActorStatus[];
+    try {
+      actors = (await controlRequest<{ actors: ActorStatus[] }>(root, { op: 'status' }, 10_000)).actors;
+    } catch (err) {
+      if (!isHiveError(err, 'E_NOT_FOUND')) throw err;
+      running = false;
+      actors = offlineStatus(root);
+    }
+    if (args.values.json) {
+      io.out(`${JSON.stringify({ root, running, actors }, null, 2)}\n`);
+      return 0;
+    }
+    io.out(`${root}: ${running ? 'running' : 'not running'}\n`);
+    const header = ['ACTOR', 'KIND', 'BRAIN', 'STATE', 'STATUS', 'RESTARTS', 'INBOX', 'CURSOR'];
+    const rows = actors.map((a) => [a.id, a.kind, a.brain, a.state, a.status, String(a.restarts), String(a.inboxDepth), String(a.cursor)]);
+    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    for (const r of [header, ...rows]) io.out(`${r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()}\n`);
+    return 0;
+  },
+};

@@ -1,0 +1,222 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { HiveError, describeValue } from '../errors.ts';
+import { AGENT_ID_PATTERN, RESERVED_IDS, isAgentId } from '../protocol/agent-id.ts';
+import { ACTS } from '../protocol/message.ts';
+
+/**
+ * `hive.config.ts`: validated with zod. Every error names the config path
+ * (`agents[2].brain.module`), what was expected and what was found.
+ */
+
+const agentId = z.string().refine((v) => isAgentId(v), { message: `an agent id matching ${AGENT_ID_PATTERN.source}` });
+const positiveInt = z.number().int().positive();
+
+export const BrainSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('echo'), delayMs: z.number().int().min(0).optional() }).strict(),
+  z
+    .object({
+      kind: z.literal('module'),
+      module: z.string().min(1),
+      export: z.string().min(1).optional(),
+      options: z.record(z.string(), z.unknown()).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('command'),
+      command: z.string().min(1),
+      args: z.array(z.string()).optional(),
+      input: z.enum(['stdin', 'args']).optional(),
+      output: z.enum(['text', 'json']).optional(),
+      timeoutMs: positiveInt.optional(),
+      cwd: z.string().optional(),
+      env: z.record(z.string(), z.string()).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('openai'),
+      baseURL: z.url(),
+      model: z.string().min(1),
+      apiKeyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+      timeoutMs: positiveInt.optional(),
+      temperature: z.number().min(0).max(2).optional(),
+    })
+    .strict(),
+  z.object({ kind: z.literal('human') }).strict(),
+  z.object({ kind: z.literal('external') }).strict(),
+]);
+
+export type BrainSpec = z.infer<typeof BrainSchema>;
+
+export const AgentConfigSchema = z
+  .object({
+    id: agentId.refine((v) => !RESERVED_IDS.has(v), { message: `an id that is not reserved (${[...RESERVED_IDS].join(', ')})` }),
+    name: z.string().min(1).max(100).optional(),
+    role: z.string().max(2_000).optional(),
+    brain: BrainSchema,
+    /** Put agents with the same host name in one worker thread (pooled hosts). */
+    host: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/).optional(),
+  })
+  .strict();
+
+export type AgentConfig = z.infer<typeof AgentConfigSchema>;
+
+const BackoffSchema = z
+  .object({
+    initialMs: positiveInt.default(100),
+    maxMs: positiveInt.default(10_000),
+    factor: z.number().min(1).default(2),
+    jitter: z.number().min(0).max(1).default(0.2),
+  })
+  .strict();
+
+const KickoffSchema = z
+  .object({
+    from: agentId,
+    to: z.string().min(1),
+    act: z.enum(ACTS),
+    subject: z.string().optional(),
+    body: z.string(),
+    needs_human: z.boolean().optional(),
+  })
+  .strict();
+
+export const HiveConfigSchema = z
+  .object({
+    root: z.string().min(1),
+    agents: z.array(AgentConfigSchema).default([]),
+    router: z
+      .object({
+        pollMs: positiveInt.default(2_000),
+        hopCap: positiveInt.default(12),
+        batchPerSender: positiveInt.default(256),
+        sentCap: positiveInt.default(1_000),
+      })
+      .strict()
+      .default({ pollMs: 2_000, hopCap: 12, batchPerSender: 256, sentCap: 1_000 }),
+    supervisor: z
+      .object({
+        restart: z
+          .object({
+            maxRestarts: positiveInt.default(5),
+            withinMs: positiveInt.default(60_000),
+            backoff: BackoffSchema.default({ initialMs: 100, maxMs: 10_000, factor: 2, jitter: 0.2 }),
+          })
+          .strict()
+          .default({ maxRestarts: 5, withinMs: 60_000, backoff: { initialMs: 100, maxMs: 10_000, factor: 2, jitter: 0.2 } }),
+        /** Agents per worker thread for agents without an explicit `host` (1 = isolation). */
+        agentsPerWorker: positiveInt.default(1),
+        /** ms a stopping actor may take to finish its turn before its worker is terminated. */
+        stopGraceMs: positiveInt.default(5_000),
+        /** Crashes of one message before it is dead-lettered as poison. */
+        poisonAfter: positiveInt.default(3),
+        /** Safety poll of each inbox, in ms (deliveries also wake actors directly). */
+        inboxPollMs: positiveInt.default(2_000),
+        /** Inbox entries handled per commit by fast brains (echo, module). */
+        turnBatch: positiveInt.default(32),
+        doneCap: positiveInt.default(5_000),
+      })
+      .strict()
+      .default({
+        restart: { maxRestarts: 5, withinMs: 60_000, backoff: { initialMs: 100, maxMs: 10_000, factor: 2, jitter: 0.2 } },
+        agentsPerWorker: 1,
+        stopGraceMs: 5_000,
+        poisonAfter: 3,
+        inboxPollMs: 2_000,
+        turnBatch: 32,
+        doneCap: 5_000,
+      }),
+    /** Messages sent once when the hive starts (ids are stable, so a restart does not resend). */
+    kickoff: z.array(KickoffSchema).default([]),
+  })
+  .strict()
+  .superRefine((cfg, ctx) => {
+    const seen = new Map<string, number>();
+    cfg.agents.forEach((a, i) => {
+      if (seen.has(a.id)) {
+        ctx.addIssue({ code: 'custom', path: ['agents', i, 'id'], message: `a unique id (agents[${seen.get(a.id)}] is also "${a.id}")` });
+      }
+      seen.set(a.id, i);
+    });
+  });
+
+export type HiveConfigInput = z.input<typeof HiveConfigSchema>;
+export type HiveConfig = z.output<typeof HiveConfigSchema> & { configDir: string; configFile: string | null };
+
+function formatPath(p: PropertyKey[]): string {
+  let out = '';
+  for (const k of p) out += typeof k === 'number' ? `[${k}]` : out ? `.${String(k)}` : String(k);
+  return out || '(config)';
+}
+
+function valueAt(input: unknown, p: PropertyKey[]): unknown {
+  let v = input;
+  for (const k of p) {
+    if (typeof v !== 'object' || v === null) return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
+}
+
+function expectationOf(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.expected === 'object' ? 'an object' : `a ${issue.expected}`;
+    case 'too_small':
+      return issue.origin === 'string' ? 'a non-empty string' : issue.origin === 'number' ? (issue.minimum === 0 ? 'a number ≥ 0' : 'a positive number') : `at least ${issue.minimum}`;
+    case 'too_big':
+      return `at most ${issue.maximum}`;
+    case 'invalid_value':
+      return `one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'invalid_union':
+      return 'a brain with kind echo, module, command, openai, human or external';
+    case 'unrecognized_keys':
+      return `no unknown keys (found ${issue.keys.map((k) => JSON.stringify(k)).join(', ')})`;
+    case 'not_multiple_of':
+      return `a multiple of ${issue.divisor}`;
+    case 'invalid_format':
+      return issue.format === 'url' ? 'a URL such as http://127.0.0.1:8080/v1' : `a ${issue.format}`;
+    default:
+      return issue.message;
+  }
+}
+
+/**
+ * Validates a config object. `configDir` anchors relative paths (root, module brains).
+ * @example parseConfig({ root: './hive', agents: [{ id: 'a', brain: { kind: 'echo' } }] }, process.cwd())
+ */
+export function parseConfig(input: unknown, configDir: string, configFile: string | null = null): HiveConfig {
+  const r = HiveConfigSchema.safeParse(input);
+  if (!r.success) {
+    const problems = r.error.issues.map((issue) => {
+      const where = formatPath(issue.path);
+      const fullPath = issue.code === 'unrecognized_keys' ? issue.path : issue.path;
+      const expected = expectationOf(issue);
+      const got = issue.code === 'unrecognized_keys' ? '' : `, got ${describeValue(valueAt(input, fullPath))}`;
+      return { path: where, expected, message: `Expected \`${where}\` to be ${expected}${got}` };
+    });
+    throw new HiveError(
+      'E_BAD_CONFIG',
+      `Invalid hive config${configFile ? ` in ${configFile}` : ''}:\n${problems.map((p) => `  - ${p.message}`).join('\n')}`,
+      { details: { problems } },
+    );
+  }
+  const cfg = r.data;
+  return {
+    ...cfg,
+    root: path.resolve(configDir, cfg.root),
+    agents: cfg.agents.map((a) => (a.brain.kind === 'module' ? { ...a, brain: { ...a.brain, module: path.resolve(configDir, a.brain.module) } } : a)),
+    configDir,
+    configFile,
+  };
+}
+
+/**
+ * Typed identity helper for `hive.config.ts`.
+ * @example export default defineConfig({ root: './demo-hive', agents: [{ id: 'bob', brain: { kind: 'echo' } }] })
+ */
+export function defineConfig(config: HiveConfigInput): HiveConfigInput {
+  return config;
+}

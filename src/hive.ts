@@ -1,0 +1,55 @@
+import { parseConfig, type HiveConfig, type HiveConfigInput } from './config/schema.ts';
+import type { RegistryEntry } from './registry/registry.ts';
+import type { HiveMessage, HiveMessageInput } from './protocol/message.ts';
+import { Supervisor, type ActorStatus } from './supervisor/supervisor.ts';
+import type { HiveEventMap, HiveEventName } from './supervisor/events.ts';
+
+/** A running (or startable) hive. */
+export interface Hive {
+  readonly root: string;
+  readonly config: HiveConfig;
+  /** Takes hive.lock, restores every actor, replays inboxes, then starts routing. */
+  start(): Promise<void>;
+  /** Adds an agent at runtime (kept in registry.json, so it is back after a restart). */
+  spawn(spec: unknown): Promise<RegistryEntry>;
+  /** Stops an agent's actor; it stays stopped until spawned again. */
+  stop(id: string): Promise<void>;
+  /** Durably writes a message into its sender's outbox (resolves once on disk). */
+  send(message: HiveMessageInput): Promise<HiveMessage>;
+  status(): ActorStatus[];
+  on<K extends HiveEventName>(event: K, listener: (event: HiveEventMap[K]) => void): () => void;
+  /** Graceful stop: finish or abandon in-flight turns, commit, release the lock. */
+  close(): Promise<void>;
+  /** @internal The supervisor, for tests and tools. */
+  readonly supervisor: Supervisor;
+}
+
+function isParsed(config: HiveConfigInput | HiveConfig): config is HiveConfig {
+  return typeof (config as HiveConfig).configDir === 'string';
+}
+
+/**
+ * Creates a hive from a config object (as `hive.config.ts` exports it). Relative paths
+ * resolve against `configDir` (default: the current directory).
+ * @example
+ * const hive = createHive({ root: './my-hive', agents: [{ id: 'echo', brain: { kind: 'echo' } }] });
+ * await hive.start();
+ * hive.on('processed', (e) => console.log(e.agent, e.sent));
+ * await hive.send({ from: 'god', to: 'echo', act: 'request', body: 'ping' });
+ */
+export function createHive(config: HiveConfigInput | HiveConfig, options: { configDir?: string } = {}): Hive {
+  const parsed = isParsed(config) ? config : parseConfig(config, options.configDir ?? process.cwd());
+  const supervisor = new Supervisor(parsed);
+  return {
+    root: parsed.root,
+    config: parsed,
+    supervisor,
+    start: () => supervisor.start(),
+    spawn: (spec) => supervisor.spawn(spec),
+    stop: (id) => supervisor.stop(id),
+    send: (message) => supervisor.send(message),
+    status: () => supervisor.status(),
+    on: (event, listener) => supervisor.events.on(event, listener),
+    close: () => supervisor.close(),
+  };
+}

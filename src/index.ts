@@ -1,0 +1,27 @@
+/**
+ * Hive's public API. Everything else is internal.
+ */
+export { createHive, type Hive } from './hive.ts';
+export { defineConfig, parseConfig, type HiveConfig, type HiveConfigInput, type BrainSpec, type AgentConfig } from './config/schema.ts';
+export { loadConfig } from './config/load.ts';
+export { defineBrain, type ModuleHandler, type ModuleContext } from './brains/module.ts';
+export type { Brain, BrainInput, BrainOutput, BrainTurn, Draft, TimerRequest } from './brains/types.ts';
+export {
+  HiveMessageSchema,
+  parseMessage,
+  createMessage,
+  ACTS,
+  type HiveMessage,
+  type HiveMessageInput,
+  type Act,
+} from './protocol/message.ts';
+export { newId } from './protocol/ids.ts';
+export { isAgentId, assertAgentId, AGENT_ID_PATTERN } from './protocol/agent-id.ts';
+export { HiveError, isHiveError, ERROR_CODES, type HiveErrorCode } from './errors.ts';
+export { ensureHive, ensureAgent, type AgentSpec } from './layout/ensure.ts';
+export { hivePaths, agentPaths } from './layout/paths.ts';
+export { createFsTransport } from './queue/fs-transport.ts';
+export type { Transport, PendingItem } from './queue/transport.ts';
+export { acquireHiveLock, type HiveLock } from './lock/hive-lock.ts';
+export type { ActorStatus } from './supervisor/supervisor.ts';
+export type { HiveEventMap, HiveEventName } from './supervisor/events.ts';

@@ -1,0 +1,51 @@
+import type { Delivery } from '../../actors/protocol.ts';
+
+/** Events a running hive reports to `hive.on(...)`. */
+export interface HiveEventMap {
+  ready: { root: string; agents: number };
+  delivered: Delivery;
+  processed: {
+    agent: string;
+    cursor: number;
+    handled: { seq: number; id: string; from: string; act: string }[];
+    sent: { id: string; to: string; act: string; subject: string; body: string; in_reply_to: string | null }[];
+  };
+  crashed: { host: string; agents: string[]; error: string; restarts: number; delayMs: number };
+  restarted: { host: string; agents: string[]; restarts: number; threadId: number };
+  failed: { host: string; agents: string[]; error: string; restarts: number };
+  'dead-lettered': { source: string; error: string; code?: string; agent?: string };
+  state: { actor: string; value: string };
+  spawned: { agent: string; host: string };
+  stopped: { agent: string };
+}
+
+export type HiveEventName = keyof HiveEventMap;
+type Listener<K extends HiveEventName> = (event: HiveEventMap[K]) => void;
+
+/**
+ * A tiny typed emitter. A listener that throws is reported on stderr and never breaks
+ * the runtime (xstate's reportUnhandledError idea).
+ */
+export class HiveEvents {
+  private readonly listeners = new Map<HiveEventName, Set<Listener<HiveEventName>>>();
+
+  on<K extends HiveEventName>(name: K, listener: Listener<K>): () => void {
+    let set = this.listeners.get(name);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(name, set);
+    }
+    set.add(listener as Listener<HiveEventName>);
+    return () => set!.delete(listener as Listener<HiveEventName>);
+  }
+
+  emit<K extends HiveEventName>(name: K, event: HiveEventMap[K]): void {
+    for (const l of this.listeners.get(name) ?? []) {
+      try {
+        (l as Listener<K>)(event);
+      } catch (err) {
+        setImmediate(() => process.stderr.write(`hive: a "${name}" listener threw: ${(err as Error)?.stack ?? String(err)}\n`));
+      }
+    }
+  }
+}

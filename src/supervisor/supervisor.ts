@@ -1,0 +1,481 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AgentHostApi, AgentSettings, HostedAgentSpec, RouterHostApi, WorkerEvent } from '../../actors/protocol.ts';
+import { AgentConfigSchema, BrainSchema, type AgentConfig, type BrainSpec, type HiveConfig } from '../config/schema.ts';
+import { ensureAgent, ensureHive } from '../layout/ensure.ts';
+import { agentPaths, hivePaths } from '../layout/paths.ts';
+import { acquireHiveLock, type HiveLock } from '../lock/hive-lock.ts';
+import { readRegistry, updateRegistry, type RegistryEntry } from '../registry/registry.ts';
+import { sweepTempFiles, listDir } from '../fs/atomic.ts';
+import { appendEvent } from '../log/event-log.ts';
+import { HiveError, errorMessage } from '../errors.ts';
+import { PASSIVE_KINDS } from '../brains/create.ts';
+import { createMessage, parseMessage, type HiveMessage, type HiveMessageInput } from '../protocol/message.ts';
+import { RESERVED_IDS } from '../protocol/agent-id.ts';
+import { stableId } from '../protocol/ids.ts';
+import { writeOutbox } from '../queue/outbox.ts';
+import { inboxDepth } from '../queue/inbox.ts';
+import { committedCursor } from '../queue/committed-cursor.ts';
+import { godNotice } from '../agent/compose.ts';
+import { readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
+import { HostChild } from './host-child.ts';
+import { WorkerHandle } from './worker-handle.ts';
+import { moduleBrainUrl } from './bundle.ts';
+import { hostIdFor } from './placement.ts';
+import { HiveEvents } from './events.ts';
+import { startControlServer, type ControlServer } from './control.ts';
+
+export interface ActorStatus {
+  id: string;
+  kind: 'agent' | 'router' | 'passive';
+  brain: string;
+  host: string | null;
+  /** The actor's machine state (idle, fetching, thinking, committing, ...). */
+  state: string;
+  /** The supervised worker's lifecycle (running, backingOff, failed, ...) or registry status. */
+  status: string;
+  restarts: number;
+  inboxDepth: number;
+  cursor: number;
+  handled: number;
+  threadId: number | null;
+}
+
+interface AgentRecord {
+  entry: RegistryEntry;
+  brain: BrainSpec;
+  hostId: string | null;
+  value: string;
+  handled: number;
+  cursor: number;
+}
+
+const ROUTER_HOST = 'router';
+
+/**
+ * The supervisor (main thread): owns hive.lock, starts the router and agent hosts as
+ * supervised workers, relays wake-ups (router → agents, agents → router), restarts
+ * crashed workers with backoff, and escalates to god when a worker keeps crashing.
+ */
+export class Supervisor {
+  readonly events = new HiveEvents();
+  readonly root: string;
+  private lock: HiveLock | null = null;
+  private router: HostChild<RouterHostApi> | null = null;
+  private readonly hosts = new Map<string, HostChild<AgentHostApi>>();
+  private readonly members = new Map<string, string[]>();
+  private readonly agents = new Map<string, AgentRecord>();
+  private routerValue = 'starting';
+  private control: ControlServer | null = null;
+  private closing = false;
+  private started = false;
+  private wakeQueue = new Map<string, Set<string>>();
+  private wakeScheduled = false;
+
+  constructor(readonly config: HiveConfig) {
+    this.root = config.root;
+  }
+
+  // ---- lifecycle ---------------------------------------------------------------------
+
+  async start(): Promise<void> {
+    if (this.started) throw new HiveError('E_STOPPED', 'This hive was already started; create a new one');
+    this.started = true;
+    this.lock = await acquireHiveLock(this.root, {
+      onCompromised: (err) => appendEvent(this.root, { type: 'hive.lock-compromised', error: err.message }),
+    });
+    try {
+      await ensureHive(this.root);
+      for (const a of this.config.agents) await ensureAgent(this.root, { id: a.id, name: a.name ?? a.id, role: a.role ?? 'agent', brain: a.brain }, 'config');
+      this.sweepOrphans();
+      const registry = readRegistry(this.root);
+      const hostOf = new Map(this.config.agents.map((a) => [a.id, a.host]));
+      for (const entry of Object.values(registry.agents)) {
+        const parsed = BrainSchema.safeParse(entry.brain);
+        if (!parsed.success) {
+          appendEvent(this.root, { type: 'actor.skipped', agent: entry.id, error: `registry brain invalid: ${parsed.error.message}` });
+          continue;
+        }
+        this.agents.set(entry.id, { entry, brain: parsed.data, hostId: null, value: 'stopped', handled: 0, cursor: committedCursor(this.root, entry.id) });
+      }
+      const runnable = [...this.agents.values()].filter((r) => this.isRunnable(r.entry, r.brain));
+      for (const r of runnable) {
+        const hostId = hostIdFor({ id: r.entry.id, host: hostOf.get(r.entry.id) }, this.config.supervisor.agentsPerWorker, this.members);
+        r.hostId = hostId;
+        this.members.set(hostId, [...(this.members.get(hostId) ?? []), r.entry.id]);
+      }
+      // Restore every actor (and replay its inbox) before routing starts (DESIGN §5).
+      await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId)));
+      await this.startRouter();
+      this.sendKickoff();
+      this.control = await startControlServer(this.root, this);
+      appendEvent(this.root, { type: 'hive.started', agents: runnable.length, pid: process.pid });
+      this.events.emit('ready', { root: this.root, agents: runnable.length });
+    } catch (err) {
+      await this.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Graceful stop: routing stops, each actor finishes (or abandons) its turn, the lock is released. */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    await this.control?.close();
+    await this.router?.stop();
+    await Promise.all([...this.hosts.values()].map((h) => h.stop()));
+    appendEvent(this.root, { type: 'hive.stopped', pid: process.pid });
+    await this.lock?.release();
+    this.lock = null;
+  }
+
+  // ---- public operations ---------------------------------------------------------------
+
+  /** Spawns an agent at runtime; recorded in registry.json so it comes back after a restart. */
+  async spawn(input: unknown): Promise<RegistryEntry> {
+    const parsed = AgentConfigSchema.safeParse(input);
+    if (!parsed.success) {
+      throw new HiveError('E_BAD_CONFIG', `Invalid agent spec: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(spec)'}: ${i.message}`).join('; ')}`);
+    }
+    const spec: AgentConfig = parsed.data;
+    const brain = spec.brain.kind === 'module' ? { ...spec.brain, module: path.resolve(this.config.configDir, spec.brain.module) } : spec.brain;
+    const existing = this.agents.get(spec.id);
+    if (existing?.hostId && this.hosts.get(existing.hostId)?.state() === 'running') {
+      throw new HiveError('E_BAD_CONFIG', `Agent "${spec.id}" is already running`);
+    }
+    const entry = await ensureAgent(this.root, { id: spec.id, name: spec.name ?? spec.id, role: spec.role ?? 'agent', brain }, 'runtime');
+    await updateRegistry(this.root, (r) => {
+      r.agents[spec.id]!.status = 'active';
+    });
+    entry.status = 'active';
+    const record: AgentRecord = { entry, brain, hostId: null, value: 'starting', handled: 0, cursor: committedCursor(this.root, spec.id) };
+    this.agents.set(spec.id, record);
+    appendEvent(this.root, { type: 'actor.spawned', agent: spec.id, brain: brain.kind });
+    if (!this.isRunnable(entry, brain)) return entry;
+    const hostId = hostIdFor({ id: spec.id, host: spec.host }, this.config.supervisor.agentsPerWorker, this.members);
+    record.hostId = hostId;
+    this.members.set(hostId, [...(this.members.get(hostId) ?? []), spec.id]);
+    const host = this.hosts.get(hostId);
+    if (host?.handle) await host.handle.call(async (api) => api.startActors([await this.hostedSpec(spec.id)]));
+    else await this.startHost(hostId);
+    this.events.emit('spawned', { agent: spec.id, host: hostId });
+    return entry;
+  }
+
+  /** Stops an agent's actor and marks it stopped (it stays stopped across restarts). */
+  async stop(id: string): Promise<void> {
+    const record = this.agents.get(id);
+    if (!record) throw new HiveError('E_UNKNOWN_AGENT', `No agent "${id}" in ${this.root}`);
+    await updateRegistry(this.root, (r) => {
+      if (r.agents[id]) r.agents[id]!.status = 'stopped';
+    });
+    record.entry.status = 'stopped';
+    const hostId = record.hostId;
+    record.hostId = null;
+    if (hostId) {
+      const members = (this.members.get(hostId) ?? []).filter((m) => m !== id);
+      const host = this.hosts.get(hostId);
+      if (members.length === 0) {
+        this.members.delete(hostId);
+        this.hosts.delete(hostId);
+        await host?.stop();
+      } else {
+        this.members.set(hostId, members);
+        await host?.handle?.call((api) => api.stopActor(id, this.config.supervisor.stopGraceMs));
+      }
+    }
+    record.value = 'stopped';
+    appendEvent(this.root, { type: 'actor.stopped', agent: id });
+    this.events.emit('stopped', { agent: id });
+  }
+
+  /** Validates and durably writes a message into its sender's outbox, then wakes the router. */
+  async send(input: HiveMessageInput): Promise<HiveMessage> {
+    const r = parseMessage(input);
+    if (!r.ok) throw r.error;
+    if (!fs.existsSync(agentPaths(this.root, r.message.from).dir)) {
+      throw new HiveError('E_UNKNOWN_AGENT', `Sender "${r.message.from}" is not an agent of ${this.root}`);
+    }
+    writeOutbox(this.root, [r.message]);
+    this.kickRouter();
+    return r.message;
+  }
+
+  status(): ActorStatus[] {
+    const rows: ActorStatus[] = [];
+    rows.push({
+      id: 'router',
+      kind: 'router',
+      brain: '-',
+      host: ROUTER_HOST,
+      state: this.routerValue,
+      status: this.router?.state() ?? 'stopped',
+      restarts: this.router?.restarts() ?? 0,
+      inboxDepth: 0,
+      cursor: 0,
+      handled: 0,
+      threadId: this.router?.handle?.threadId ?? null,
+    });
+    for (const r of [...this.agents.values()].sort((a, b) => a.entry.id.localeCompare(b.entry.id))) {
+      const host = r.hostId ? this.hosts.get(r.hostId) : undefined;
+      const cursor = host ? r.cursor : committedCursor(this.root, r.entry.id);
+      rows.push({
+        id: r.entry.id,
+        kind: PASSIVE_KINDS.has(r.brain.kind) ? 'passive' : 'agent',
+        brain: r.brain.kind,
+        host: r.hostId,
+        state: host ? r.value : PASSIVE_KINDS.has(r.brain.kind) ? 'waiting' : 'stopped',
+        status: host ? host.state() : r.entry.status,
+        restarts: host?.restarts() ?? 0,
+        inboxDepth: safeDepth(this.root, r.entry.id, cursor),
+        cursor,
+        handled: r.handled,
+        threadId: host?.handle?.threadId ?? null,
+      });
+    }
+    return rows;
+  }
+
+  /** Runtime objects for tests and tools: the worker thread of an agent's host. */
+  threadOf(agentId: string): number | null {
+    const hostId = this.agents.get(agentId)?.hostId;
+    if (!hostId) return null;
+    return this.hosts.get(hostId)?.handle?.threadId ?? null;
+  }
+
+  /** Terminates the worker hosting an agent, as a crash would (chaos, tests). */
+  async crashHostOf(agentId: string): Promise<void> {
+    const hostId = this.agents.get(agentId)?.hostId;
+    const handle = hostId ? this.hosts.get(hostId)?.handle : null;
+    if (handle) await handle.worker.terminate();
+  }
+
+  kickRouter(): void {
+    void this.router?.handle?.call(async (api) => api.kick()).catch(() => undefined);
+  }
+
+  // ---- internals -----------------------------------------------------------------------
+
+  private isRunnable(entry: RegistryEntry, brain: BrainSpec): boolean {
+    return (entry.status === 'active' || entry.status === 'failed') && !PASSIVE_KINDS.has(brain.kind) && !RESERVED_IDS.has(entry.id);
+  }
+
+  private agentSettings(): AgentSettings {
+    const s = this.config.supervisor;
+    return { turnBatch: s.turnBatch, poisonAfter: s.poisonAfter, doneCap: s.doneCap, inboxPollMs: s.inboxPollMs, gapWaitMs: 2_000 };
+  }
+
+  private async hostedSpec(id: string): Promise<HostedAgentSpec> {
+    const r = this.agents.get(id)!;
+    const spec: HostedAgentSpec = { id, name: r.entry.name, role: r.entry.role, brain: r.brain };
+    if (r.brain.kind === 'module') spec.moduleUrl = await moduleBrainUrl(r.brain.module);
+    if (r.brain.kind === 'command' || r.brain.kind === 'openai') spec.turnBatch = 1;
+    return spec;
+  }
+
+  private async startHost(hostId: string): Promise<void> {
+    const child = new HostChild<AgentHostApi>(hostId, this.config.supervisor.restart, {
+      start: async () => {
+        const specs = await Promise.all((this.members.get(hostId) ?? []).map((id) => this.hostedSpec(id)));
+        const handle = await WorkerHandle.start<AgentHostApi>('agent-host', { hostId, root: this.root, agentSettings: this.agentSettings() }, (e) => this.onWorkerEvent(e));
+        try {
+          await handle.call((api) => api.startActors(specs));
+        } catch (err) {
+          await handle.terminate();
+          throw err;
+        }
+        return handle;
+      },
+      drain: async (handle) => {
+        const grace = this.config.supervisor.stopGraceMs;
+        await Promise.race([handle.call((api) => api.stopAll(grace)), new Promise((r) => setTimeout(r, grace + 500))]).catch(() => undefined);
+      },
+      onCrashed: (info) => this.onHostCrashed(hostId, info),
+      onRestarted: (info) => {
+        const agents = this.members.get(hostId) ?? [];
+        appendEvent(this.root, { type: 'actor.restarted', host: hostId, agents, restarts: info.restarts, thread: info.threadId });
+        this.events.emit('restarted', { host: hostId, agents, restarts: info.restarts, threadId: info.threadId });
+      },
+      onFailed: (info) => void this.onHostFailed(hostId, info),
+    });
+    this.hosts.set(hostId, child);
+    await child.start();
+  }
+
+  private async startRouter(): Promise<void> {
+    const r = this.config.router;
+    this.router = new HostChild<RouterHostApi>(ROUTER_HOST, this.config.supervisor.restart, {
+      start: async () => {
+        const handle = await WorkerHandle.start<RouterHostApi>(
+          'router-host',
+          {
+            hostId: ROUTER_HOST,
+            root: this.root,
+            routerSettings: { pollMs: r.pollMs, hopCap: r.hopCap, batchPerSender: r.batchPerSender, sentCap: r.sentCap, doneCap: this.config.supervisor.doneCap, watch: true },
+          },
+          (e) => this.onWorkerEvent(e),
+        );
+        await handle.call((api) => api.start());
+        return handle;
+      },
+      drain: async (handle) => {
+        await Promise.race([handle.call((api) => api.stop()), new Promise((res) => setTimeout(res, 5_000))]).catch(() => undefined);
+      },
+      onCrashed: (info) => this.onHostCrashed(ROUTER_HOST, info),
+      onRestarted: (info) => {
+        appendEvent(this.root, { type: 'actor.restarted', host: ROUTER_HOST, restarts: info.restarts, thread: info.threadId });
+        this.events.emit('restarted', { host: ROUTER_HOST, agents: [], restarts: info.restarts, threadId: info.threadId });
+      },
+      onFailed: (info) => void this.onHostFailed(ROUTER_HOST, info),
+    });
+    await this.router.start();
+  }
+
+  private onHostCrashed(hostId: string, info: { error: string; restarts: number; delayMs: number }): void {
+    if (this.closing) return;
+    const agents = this.members.get(hostId) ?? [];
+    appendEvent(this.root, { type: 'actor.crashed', host: hostId, agents, error: info.error, restarts: info.restarts, backoff_ms: info.delayMs });
+    this.events.emit('crashed', { host: hostId, agents, ...info });
+  }
+
+  private async onHostFailed(hostId: string, info: { error: string; restarts: number }): Promise<void> {
+    if (this.closing) return;
+    const agents = this.members.get(hostId) ?? [];
+    appendEvent(this.root, { type: 'actor.failed', host: hostId, agents, error: info.error, restarts: info.restarts });
+    await updateRegistry(this.root, (r) => {
+      for (const id of agents) if (r.agents[id]) r.agents[id]!.status = 'failed';
+    }).catch(() => undefined);
+    for (const id of agents) {
+      const rec = this.agents.get(id);
+      if (rec) rec.entry.status = 'failed';
+    }
+    const what = agents.length > 0 ? `agent(s) ${agents.join(', ')}` : hostId;
+    const notice = godNotice(
+      'failed',
+      `${hostId}/${Date.now()}`,
+      `${what} failed`,
+      `The worker of ${what} crashed ${info.restarts + 1} times within ${this.config.supervisor.restart.withinMs} ms and was not restarted. ` +
+        `Last error: ${info.error}. The rest of the hive keeps running; fix the cause and spawn it again.`,
+    );
+    try {
+      writeOutbox(this.root, [notice]);
+      this.kickRouter();
+    } catch (err) {
+      appendEvent(this.root, { type: 'hive.notice-failed', error: errorMessage(err) });
+    }
+    this.events.emit('failed', { host: hostId, agents, ...info });
+  }
+
+  private onWorkerEvent(e: WorkerEvent): void {
+    switch (e.type) {
+      case 'router.delivered':
+        for (const d of e.deliveries) {
+          this.queueWake(d.agent);
+          this.events.emit('delivered', d);
+        }
+        break;
+      case 'router.rejected':
+        for (const item of e.items) {
+          this.events.emit('dead-lettered', { source: `agents/${item.sender}/outbox/${item.ref}`, error: item.error, ...(item.code ? { code: item.code } : {}), agent: item.sender });
+        }
+        break;
+      case 'router.state':
+        this.routerValue = e.value;
+        this.events.emit('state', { actor: 'router', value: e.value });
+        break;
+      case 'outbox.written':
+        this.kickRouter();
+        break;
+      case 'actor.state': {
+        const r = this.agents.get(e.agent);
+        if (r) {
+          r.value = e.value;
+          r.cursor = e.cursor;
+          r.handled = e.handled;
+        }
+        this.events.emit('state', { actor: e.agent, value: e.value });
+        break;
+      }
+      case 'actor.started': {
+        const r = this.agents.get(e.agent);
+        if (r) {
+          r.value = e.info.value;
+          r.cursor = e.info.cursor;
+          r.handled = e.info.handled;
+        }
+        break;
+      }
+      case 'actor.processed':
+        this.events.emit('processed', { agent: e.agent, cursor: e.cursor, handled: e.handled, sent: e.sent });
+        break;
+      case 'actor.poisoned':
+        this.events.emit('dead-lettered', { source: `agents/${e.agent}/inbox`, error: `poison message ${e.id} (${e.attempts} crashes)`, code: 'E_POISON', agent: e.agent });
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Coalesces wake-ups per host into one call per tick. */
+  private queueWake(agentId: string): void {
+    const hostId = this.agents.get(agentId)?.hostId;
+    if (!hostId) return;
+    let set = this.wakeQueue.get(hostId);
+    if (!set) {
+      set = new Set();
+      this.wakeQueue.set(hostId, set);
+    }
+    set.add(agentId);
+    if (this.wakeScheduled) return;
+    this.wakeScheduled = true;
+    queueMicrotask(() => {
+      this.wakeScheduled = false;
+      const queue = this.wakeQueue;
+      this.wakeQueue = new Map();
+      for (const [hostId, ids] of queue) {
+        void this.hosts.get(hostId)?.handle?.call(async (api) => api.wake([...ids])).catch(() => undefined);
+      }
+    });
+  }
+
+  private sendKickoff(): void {
+    if (this.config.kickoff.length === 0) return;
+    const file = path.join(hivePaths(this.root).root, 'kickoff.json');
+    const done = new Set(readJsonFile<string[]>(file) ?? []);
+    const fresh: HiveMessage[] = [];
+    this.config.kickoff.forEach((k, i) => {
+      const id = stableId('kickoff', JSON.stringify(k), String(i));
+      if (done.has(id)) return;
+      fresh.push(createMessage({ ...k, id }));
+      done.add(id);
+    });
+    if (fresh.length === 0) return;
+    writeOutbox(this.root, fresh);
+    writeJsonAtomic(file, [...done]);
+    this.kickRouter();
+  }
+
+  /** Startup sweep: temp files left by a crash, in every folder Hive writes atomically. */
+  private sweepOrphans(): void {
+    const p = hivePaths(this.root);
+    const swept: string[] = [];
+    for (const dir of [p.root, p.deadLetter]) swept.push(...sweepTempFiles(dir));
+    for (const id of listDir(p.agents)) {
+      try {
+        const a = agentPaths(this.root, id);
+        for (const dir of [a.dir, a.outbox, a.sent, a.inbox, a.done]) swept.push(...sweepTempFiles(dir));
+      } catch {
+        // not an agent folder (bad name): leave it alone
+      }
+    }
+    if (swept.length > 0) appendEvent(this.root, { type: 'hive.swept', files: swept.length });
+  }
+}
+
+function safeDepth(root: string, id: string, cursor: number): number {
+  try {
+    return inboxDepth(root, id, cursor);
+  } catch {
+    return 0;
+  }
+}

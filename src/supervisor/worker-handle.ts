@@ -1,0 +1,106 @@
+import { MessageChannel, Worker } from 'node:worker_threads';
+import * as Comlink from 'comlink/dist/esm/comlink.mjs';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import type { WorkerEvent, WorkerInit } from '../../actors/protocol.ts';
+import { HiveError } from '../errors.ts';
+import { workerEntry } from './bundle.ts';
+
+export interface WorkerExit {
+  code: number | null;
+  error: Error | null;
+  /** True when the supervisor asked for it (terminate). */
+  expected: boolean;
+}
+
+/**
+ * One worker thread: started from its compiled entry, ready after the handshake, with
+ * comlink calls that fail fast when the worker dies (a plain comlink call to a dead
+ * worker would wait forever).
+ */
+export class WorkerHandle<Api> {
+  readonly api: Comlink.Remote<Api>;
+  readonly exited: Promise<WorkerExit>;
+  private expected = false;
+
+  private constructor(
+    readonly worker: Worker,
+    readonly threadId: number,
+    exited: Promise<WorkerExit>,
+  ) {
+    this.api = Comlink.wrap<Api>(nodeEndpoint(worker));
+    this.exited = exited;
+  }
+
+  /**
+   * Starts a worker and waits for its `host.ready` handshake.
+   * @example const h = await WorkerHandle.start<AgentHostApi>('agent-host', init, onEvent);
+   */
+  static async start<Api>(
+    kind: WorkerInit['kind'],
+    init: Omit<WorkerInit, 'events' | 'kind'>,
+    onEvent: (event: WorkerEvent) => void,
+    readyTimeoutMs = 30_000,
+  ): Promise<WorkerHandle<Api>> {
+    const file = await workerEntry(kind);
+    const channel = new MessageChannel();
+    const worker = new Worker(file, {
+      workerData: { ...init, kind, events: channel.port2 } satisfies WorkerInit,
+      transferList: [channel.port2],
+    });
+    let handle: WorkerHandle<Api> | null = null;
+    let firstError: Error | null = null;
+    worker.on('error', (err) => {
+      firstError ??= err;
+    });
+    const exited = new Promise<WorkerExit>((resolve) => {
+      worker.once('exit', (code) => {
+        channel.port1.close();
+        resolve({ code, error: firstError, expected: handle?.expected ?? false });
+      });
+    });
+    const ready = new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new HiveError('E_WORKER', `${kind} ${init.hostId} sent no ready handshake within ${readyTimeoutMs} ms`)), readyTimeoutMs);
+      channel.port1.on('message', (event: WorkerEvent) => {
+        if (event.type === 'host.ready') {
+          clearTimeout(timer);
+          resolve(event.threadId);
+          return;
+        }
+        onEvent(event);
+      });
+      void exited.then((x) => {
+        clearTimeout(timer);
+        reject(new HiveError('E_WORKER', `${kind} ${init.hostId} exited (code ${x.code}) before it was ready${x.error ? `: ${x.error.message}` : ''}`, { cause: x.error }));
+      });
+    });
+    try {
+      const threadId = await ready;
+      handle = new WorkerHandle<Api>(worker, threadId, exited);
+      return handle;
+    } catch (err) {
+      await worker.terminate();
+      throw err;
+    }
+  }
+
+  /** Runs a call on the worker's API; rejects with E_WORKER if the worker dies first. */
+  async call<T>(fn: (api: Comlink.Remote<Api>) => Promise<T>): Promise<T> {
+    return Promise.race([
+      fn(this.api),
+      this.exited.then((x) => {
+        throw new HiveError('E_WORKER', `worker ${this.threadId} exited (code ${x.code}) during a call${x.error ? `: ${x.error.message}` : ''}`);
+      }),
+    ]);
+  }
+
+  /** Stops the thread; its exit is reported as expected. */
+  async terminate(): Promise<void> {
+    this.expected = true;
+    (this.api as unknown as { [Comlink.releaseProxy]?: () => void })[Comlink.releaseProxy]?.();
+    await this.worker.terminate();
+  }
+
+  markExpectedExit(): void {
+    this.expected = true;
+  }
+}
