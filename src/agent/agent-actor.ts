@@ -108,7 +108,7 @@ export class AgentActor {
   }
 
   wake(): void {
-    this.actor?.send({ type: 'hive.wake' });
+    if (this.actor?.getSnapshot().status === 'active') this.actor.send({ type: 'hive.wake' });
   }
 
   /** Asks the actor to stop after its current turn; resolves true if it did within `graceMs`. */
@@ -239,13 +239,17 @@ export class AgentActor {
     if (entries.length === 0 && due.length === 0) return null;
     if (entries.length > 0) {
       const first = entries[0]!;
-      const attempts = this.inflight?.seq === first.seq ? this.inflight.attempts + 1 : 1;
-      if (attempts > this.o.settings.poisonAfter) {
-        return { entries: [], timers: [], poison: { ...first, attempts: attempts - 1 }, skipTo: null };
+      const m = this.inflight?.seq === first.seq ? this.inflight : null;
+      const samePid = m?.pid === process.pid;
+      const attempts = m ? (samePid ? m.attempts + 1 : m.attempts) : 1;
+      const restarts = m ? (samePid ? m.restarts : m.restarts + 1) : 0;
+      const limit = this.o.settings.poisonAfter;
+      if (attempts > limit || restarts > limit * 2) {
+        return { entries: [], timers: [], poison: { ...first, attempts: attempts - 1 + restarts }, skipTo: null };
       }
       // After a crash, re-run one message at a time so a poison message is pinned down exactly.
-      if (attempts > 1) entries.splice(1);
-      this.inflight = { seq: first.seq, attempts };
+      if (attempts > 1 || restarts > 0) entries.splice(1);
+      this.inflight = { seq: first.seq, attempts, restarts, pid: process.pid };
       writeInflight(this.o.root, this.id, this.inflight);
       this.o.emit({ type: 'actor.turn', agent: this.id, seq: first.seq, attempts });
     }

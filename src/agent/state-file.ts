@@ -108,18 +108,24 @@ export function restoreAgentState(root: string, agentId: string, doneCap: number
 
 export interface InflightMarker {
   seq: number;
+  /** Starts of this seq's turn that ended in a worker crash inside one supervisor process. */
   attempts: number;
+  /** Supervisor processes that died while this seq was in flight (SIGKILL, power cut). */
+  restarts: number;
+  pid: number;
 }
 
 /**
  * The in-flight marker: which inbox seq the brain is working on and how many times it
  * was started. Written (not fsynced) before each turn; a worker crash leaves it behind,
  * which is how a message that keeps crashing its brain is recognised as poison.
+ * Crashes of the whole supervisor process are counted apart (`restarts`) with a higher
+ * limit: a supervisor killed from outside is not the message's fault.
  */
 export function readInflight(root: string, agentId: string): InflightMarker | null {
   try {
     const m = readJsonFile<InflightMarker>(agentPaths(root, agentId).inflight);
-    return m && Number.isInteger(m.seq) && Number.isInteger(m.attempts) ? m : null;
+    return m && Number.isInteger(m.seq) && Number.isInteger(m.attempts) ? { ...m, restarts: m.restarts ?? 0, pid: m.pid ?? 0 } : null;
   } catch {
     return null;
   }

@@ -39,6 +39,7 @@ export function agentPaths(root: string, id: string) {
     inbox: path.join(dir, 'inbox'),
     done: path.join(dir, 'inbox', '.done'),
     inboxLock: path.join(dir, 'inbox', '.lock'),
+    inboxLockOwner: path.join(dir, 'inbox', '.lock.owner.json'),
     inboxHead: path.join(dir, 'inbox', '.head'),
     cursor: path.join(dir, 'cursor.json'),
     state: path.join(dir, 'state.json'),

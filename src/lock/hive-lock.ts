@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import lockfile from 'proper-lockfile';
 import { hivePaths } from '../layout/paths.ts';
-import { readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
+import { isAlive, readOwner, recoverDeadLock, writeOwner, type LockOwner } from './owner.ts';
 
 /**
  * `hive.lock`: one owner per hive root. The lock itself is proper-lockfile's
@@ -17,12 +17,7 @@ import { HiveError } from '../errors.ts';
  *   - otherwise proper-lockfile breaks it once its mtime is `stale` ms old.
  */
 
-export interface LockOwner {
-  pid: number;
-  host: string;
-  started_at: string;
-  lock_ino: number;
-}
+export type { LockOwner };
 
 export interface HiveLock {
   owner: LockOwner;
@@ -34,45 +29,6 @@ export interface HiveLockOptions {
   stale?: number;
   /** Called when the lock was lost while held (its folder removed or refresh failed). */
   onCompromised?: (err: Error) => void;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function readOwner(root: string): LockOwner | undefined {
-  try {
-    return readJsonFile<LockOwner>(hivePaths(root).lockOwner);
-  } catch {
-    return undefined;
-  }
-}
-
-/** Removes the lock of a dead owner on this host. True when it did. */
-function recoverDeadOwner(root: string): boolean {
-  const p = hivePaths(root);
-  const owner = readOwner(root);
-  if (!owner || owner.host !== os.hostname() || owner.pid === process.pid || isAlive(owner.pid)) return false;
-  let ino: number;
-  try {
-    ino = fs.statSync(p.lock).ino;
-  } catch {
-    return true; // already gone
-  }
-  if (ino !== owner.lock_ino) return false; // someone else holds a newer lock
-  const grave = `${p.lock}.dead-${process.pid}-${Date.now()}`;
-  try {
-    fs.renameSync(p.lock, grave);
-  } catch {
-    return false;
-  }
-  fs.rmSync(grave, { recursive: true, force: true });
-  return true;
 }
 
 /**
@@ -95,25 +51,19 @@ export async function acquireHiveLock(root: string, options: HiveLockOptions = {
           if (options.onCompromised) options.onCompromised(err);
         },
       });
-      const owner: LockOwner = {
-        pid: process.pid,
-        host: os.hostname(),
-        started_at: new Date().toISOString(),
-        lock_ino: fs.statSync(p.lock).ino,
-      };
-      writeJsonAtomic(p.lockOwner, owner);
+      const owner = writeOwner(p.lock, p.lockOwner, true);
       return {
         owner,
         async release() {
-          const current = readOwner(root);
+          const current = readOwner(p.lockOwner);
           if (current?.pid === process.pid) fs.rmSync(p.lockOwner, { force: true });
           await release().catch(() => undefined);
         },
       };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
-      if (attempt < 3 && recoverDeadOwner(root)) continue;
-      const owner = readOwner(root);
+      if (attempt < 3 && recoverDeadLock(p.lock, p.lockOwner)) continue;
+      const owner = readOwner(p.lockOwner);
       const who = owner ? `pid ${owner.pid} on ${owner.host} since ${owner.started_at}` : 'an unknown process';
       throw new HiveError(
         'E_LOCKED',
@@ -128,7 +78,7 @@ export async function acquireHiveLock(root: string, options: HiveLockOptions = {
 export function hiveLockOwner(root: string): LockOwner | null {
   const p = hivePaths(root);
   if (!fs.existsSync(p.lock)) return null;
-  const owner = readOwner(root);
+  const owner = readOwner(p.lockOwner);
   if (!owner) return null;
   if (owner.host === os.hostname() && !isAlive(owner.pid)) return null;
   return owner;

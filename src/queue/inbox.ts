@@ -8,6 +8,7 @@ import { HiveError } from '../errors.ts';
 import { parseMessageText, type HiveMessage } from '../protocol/message.ts';
 import { encodeMessage, trimFolder } from './outbox.ts';
 import { readCursor } from './cursor.ts';
+import { recoverDeadLock, writeOwner } from '../lock/owner.ts';
 
 /**
  * The inbox: `agents/<id>/inbox/<seq>-<id>.json`, seq zero-padded to 12 digits,
@@ -143,6 +144,8 @@ class InboxLease {
   }
 
   private async acquire(options: LockOptions): Promise<void> {
+    // A lock left by a SIGKILLed deliverer of this host is taken over at once.
+    recoverDeadLock(this.p.inboxLock, this.p.inboxLockOwner);
     const release = await lockfile.lock(this.p.inbox, {
       lockfilePath: this.p.inboxLock,
       stale: options.stale ?? 5_000,
@@ -154,6 +157,7 @@ class InboxLease {
         indexCache.delete(this.p.inbox);
       },
     });
+    writeOwner(this.p.inboxLock, this.p.inboxLockOwner, false);
     this.release = release;
   }
 

@@ -1,0 +1,160 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fastConfig, nextEvent, startHive, waitFor } from './helpers/hive.ts';
+import { FIXTURES } from './helpers/fixture.ts';
+import { createHive } from '../src/hive.ts';
+import { readInbox } from '../src/queue/inbox.ts';
+import { agentPaths } from '../src/layout/paths.ts';
+import { listDeadLetters } from '../src/queue/dead-letter.ts';
+import { readStateFile } from '../src/agent/state-file.ts';
+import { readRegistry } from '../src/registry/registry.ts';
+
+const crashy = { kind: 'module' as const, module: path.join(FIXTURES, 'brains', 'crashy.ts') };
+const client = { id: 'client', brain: { kind: 'external' as const } };
+
+function inbox(root: string, id: string) {
+  return readInbox(root, id, 0).entries.map((e) => e.message);
+}
+
+describe('agent runtime', () => {
+  it('echo answers a request end to end through router and worker', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'echo', brain: { kind: 'echo' } }, client] }));
+    const req = await hive.send({ from: 'client', to: 'echo', act: 'request', subject: 'Hi', body: 'ping' });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'reply in client inbox');
+    const [reply] = inbox(hive.root, 'client');
+    expect(reply).toMatchObject({ from: 'echo', to: 'client', act: 'inform', in_reply_to: req.id, body: 'ping', subject: 'Re: Hi', hops: 1, conversation: req.conversation });
+  });
+
+  it('routes a message file written by hand into an outbox', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'echo', brain: { kind: 'echo' } }, client] }));
+    fs.writeFileSync(
+      path.join(agentPaths(hive.root, 'client').outbox, 'by-hand.json'),
+      JSON.stringify({ id: 'by-hand-1', from: 'client', to: 'echo', act: 'query', body: 'written by hand' }),
+    );
+    await waitFor(hive, () => inbox(hive.root, 'client').some((m) => m.in_reply_to === 'by-hand-1'), 'reply to the hand-written file');
+  });
+
+  it('a brain that throws crashes its worker; a new thread restores the actor and nothing is lost or handled twice', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'w', brain: crashy }, client] }));
+    const before = hive.supervisor.threadOf('w');
+    const restarted = nextEvent(hive, 'restarted', (e) => e.agents.includes('w'));
+    const sent = [];
+    sent.push(await hive.send({ from: 'client', to: 'w', act: 'request', body: 'one' }));
+    sent.push(await hive.send({ from: 'client', to: 'w', act: 'request', body: 'throw-once' }));
+    sent.push(await hive.send({ from: 'client', to: 'w', act: 'request', body: 'three' }));
+    await restarted;
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 3, 'three replies');
+    expect(hive.supervisor.threadOf('w')).not.toBe(before);
+    const replies = inbox(hive.root, 'client');
+    expect(replies.map((r) => r.in_reply_to).sort()).toEqual(sent.map((s) => s.id).sort());
+    const state = readStateFile(hive.root, 'w')!;
+    expect(state.snapshot.context.brainState).toMatchObject({ handled: sent.map((s) => s.id) });
+    expect(state.cursor).toBe(3);
+  });
+
+  it('a worker that exits is restarted; a message that crashes it three times goes to dead-letter as poison', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'w', brain: crashy }, client], supervisor: { poisonAfter: 3, restart: { maxRestarts: 10 } } }));
+    const bad = await hive.send({ from: 'client', to: 'w', act: 'request', body: 'exit' });
+    const good = await hive.send({ from: 'client', to: 'w', act: 'request', body: 'fine' });
+    const dead = nextEvent(hive, 'dead-lettered', (e) => e.code === 'E_POISON');
+    await dead;
+    await waitFor(hive, () => inbox(hive.root, 'client').some((m) => m.in_reply_to === good.id), 'the next message is handled');
+    const poison = listDeadLetters(hive.root).find((d) => d.reason?.code === 'E_POISON');
+    expect(poison?.name).toContain(bad.id);
+    expect(poison?.reason?.error).toContain('3 times in a row');
+    await waitFor(hive, () => inbox(hive.root, 'god').some((m) => m.subject.startsWith('Poison message')), 'god is told');
+    expect(hive.status().find((s) => s.id === 'w')?.restarts).toBe(3);
+  });
+
+  it('more than maxRestarts crashes within the window marks the actor failed, tells god, and the hive keeps running', async () => {
+    const hive = await startHive(
+      fastConfig({
+        agents: [{ id: 'w', brain: crashy }, { id: 'echo', brain: { kind: 'echo' } }, client],
+        supervisor: { poisonAfter: 50, restart: { maxRestarts: 2, withinMs: 60_000 } },
+      }),
+    );
+    const failed = nextEvent(hive, 'failed', (e) => e.agents.includes('w'));
+    await hive.send({ from: 'client', to: 'w', act: 'request', body: 'exit' });
+    const f = await failed;
+    expect(f.restarts).toBe(2);
+    await waitFor(hive, () => inbox(hive.root, 'god').some((m) => m.subject === 'agent(s) w failed'), 'god notice');
+    expect(readRegistry(hive.root).agents.w!.status).toBe('failed');
+    expect(hive.status().find((s) => s.id === 'w')?.status).toBe('failed');
+    await hive.send({ from: 'client', to: 'echo', act: 'request', body: 'still alive?' });
+    await waitFor(hive, () => inbox(hive.root, 'client').some((m) => m.from === 'echo'), 'other agents still answer');
+  });
+
+  it('the hop cap stops a reply loop: dead-letter plus a notice to god', async () => {
+    const pingPong = { kind: 'module' as const, module: path.join(FIXTURES, 'brains', 'ping-pong.ts') };
+    const hive = await startHive(fastConfig({ agents: [{ id: 'a', brain: pingPong }, { id: 'b', brain: pingPong }], router: { hopCap: 5 } }));
+    await hive.send({ from: 'a', to: 'b', act: 'request', body: 'start' });
+    const dead = await nextEvent(hive, 'dead-lettered', (e) => e.code === 'E_HOP_CAP');
+    expect(dead.error).toContain('6 hops > cap 5');
+    await waitFor(hive, () => inbox(hive.root, 'god').some((m) => m.body.includes('Hop cap')), 'god notice');
+    const handled = (readStateFile(hive.root, 'a')?.cursor ?? 0) + (readStateFile(hive.root, 'b')?.cursor ?? 0);
+    expect(handled).toBe(6);
+  });
+
+  it('broadcast, unknown recipients and needs_human in a running hive', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'e1', brain: { kind: 'echo' } }, { id: 'e2', brain: { kind: 'echo' } }, client] }));
+    await hive.send({ from: 'client', to: 'broadcast', act: 'query', body: 'all' });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 2, 'both echo agents answer the broadcast');
+    expect(inbox(hive.root, 'client').map((m) => m.from).sort()).toEqual(['e1', 'e2']);
+    await hive.send({ from: 'client', to: 'nobody', act: 'inform', body: 'lost?' });
+    await nextEvent(hive, 'dead-lettered', (e) => e.code === 'E_UNKNOWN_AGENT');
+    const ask = await hive.send({ from: 'client', to: 'e1', act: 'query', body: 'approve?', needs_human: true });
+    await waitFor(hive, () => inbox(hive.root, 'god').some((m) => m.id === ask.id), 'the question reaches god');
+    expect(inbox(hive.root, 'e1').some((m) => m.id === ask.id)).toBe(false);
+  });
+
+  it('a durable timer armed before a restart fires after it', async () => {
+    const config = fastConfig({ agents: [{ id: 'w', brain: crashy }, client] });
+    const first = await startHive(config);
+    await first.send({ from: 'client', to: 'w', act: 'inform', body: 'arm 1500' });
+    await waitFor(first, () => (readStateFile(first.root, 'w')?.snapshot.context.timers.length ?? 0) === 1, 'timer armed and committed');
+    const armedAt = Date.now();
+    await first.close();
+    expect(inbox(first.root, 'client')).toEqual([]);
+    const second = await startHive(config);
+    await waitFor(second, () => inbox(second.root, 'client').some((m) => m.body.startsWith('timer fired')), 'timer fired after restart', 10_000);
+    expect(Date.now() - armedAt).toBeGreaterThanOrEqual(1_000);
+    expect(readStateFile(second.root, 'w')!.snapshot.context.timers).toEqual([]);
+  });
+
+  it('spawn at runtime is recorded in registry.json and back after a restart; stop keeps it stopped', async () => {
+    const config = fastConfig({ agents: [client] });
+    const hive = await startHive(config);
+    await hive.spawn({ id: 'late', brain: { kind: 'echo' } });
+    expect(readRegistry(hive.root).agents.late).toMatchObject({ origin: 'runtime', status: 'active' });
+    await hive.send({ from: 'client', to: 'late', act: 'request', body: 'hello' });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'spawned agent answers');
+    await hive.close();
+    const again = await startHive(config);
+    expect(again.status().find((s) => s.id === 'late')).toMatchObject({ kind: 'agent', status: 'running' });
+    await again.stop('late');
+    expect(again.status().find((s) => s.id === 'late')).toMatchObject({ status: 'stopped' });
+    await again.send({ from: 'client', to: 'late', act: 'request', body: 'while stopped' });
+    await again.close();
+    const third = await startHive(config);
+    expect(third.status().find((s) => s.id === 'late')?.status).toBe('stopped');
+    expect(third.status().find((s) => s.id === 'late')?.inboxDepth).toBe(1);
+  });
+
+  it('status lists each actor with kind, state, restarts, inbox depth and cursor', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'echo', brain: { kind: 'echo' } }, client] }));
+    await hive.send({ from: 'client', to: 'echo', act: 'request', body: 'x' });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'reply');
+    await waitFor(hive, () => hive.status().find((s) => s.id === 'echo')?.cursor === 1, 'cursor reported');
+    const rows = hive.status();
+    expect(rows.find((s) => s.id === 'router')).toMatchObject({ kind: 'router', status: 'running' });
+    expect(rows.find((s) => s.id === 'echo')).toMatchObject({ kind: 'agent', status: 'running', state: 'idle', restarts: 0, inboxDepth: 0, cursor: 1, handled: 1 });
+    expect(rows.find((s) => s.id === 'client')).toMatchObject({ kind: 'passive', inboxDepth: 1 });
+  });
+
+  it('a second supervisor on the same root is refused with E_LOCKED', async () => {
+    const config = fastConfig({ agents: [client] });
+    await startHive(config);
+    await expect(createHive(config).start()).rejects.toMatchObject({ code: 'E_LOCKED' });
+  });
+});
