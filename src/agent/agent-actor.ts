@@ -103,6 +103,9 @@ export class AgentActor {
       },
     });
     this.actor.start();
+    // A snapshot restored with resolveState runs no eventless transition until an event
+    // arrives: wake it so inbox entries after the cursor are replayed at once.
+    this.actor.send({ type: 'hive.wake' });
     this.pollHandle = this.startPoll();
     return this.info();
   }

@@ -17,8 +17,9 @@ export async function loadConfig(file: string): Promise<HiveConfig> {
   try {
     if (abs.endsWith('.json')) value = JSON.parse(fs.readFileSync(abs, 'utf8'));
     else {
-      const mod = (await tsImport(pathToFileURL(abs).href, import.meta.url)) as { default?: unknown };
-      value = mod.default ?? mod;
+      value = await tsImport(pathToFileURL(abs).href, import.meta.url);
+      // ESM gives { default }, a CommonJS-compiled file { default: { default } }: unwrap both.
+      for (let i = 0; i < 2 && value && typeof value === 'object' && 'default' in value; i++) value = (value as { default: unknown }).default;
     }
   } catch (err) {
     throw new HiveError('E_BAD_CONFIG', `Cannot load config ${abs}: ${(err as Error).message}`, { cause: err });

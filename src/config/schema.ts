@@ -165,7 +165,9 @@ function expectationOf(issue: z.core.$ZodIssue): string {
     case 'invalid_type':
       return issue.expected === 'object' ? 'an object' : `a ${issue.expected}`;
     case 'too_small':
-      return issue.origin === 'string' ? 'a non-empty string' : issue.origin === 'number' ? (issue.minimum === 0 ? 'a number ≥ 0' : 'a positive number') : `at least ${issue.minimum}`;
+      if (issue.origin === 'string') return 'a non-empty string';
+      if (issue.origin === 'number') return Number(issue.minimum) === 0 && !issue.inclusive ? 'a positive number' : `a number ≥ ${issue.minimum}`;
+      return `at least ${issue.minimum}`;
     case 'too_big':
       return `at most ${issue.maximum}`;
     case 'invalid_value':
