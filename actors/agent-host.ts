@@ -3,10 +3,10 @@
  * several). Exposes `AgentHostApi` with comlink and sends `WorkerEvent`s on the events
  * port. Not exported from the package.
  */
-import { parentPort, threadId, workerData } from 'node:worker_threads';
+import { parentPort, threadId, workerData, type MessagePort } from 'node:worker_threads';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import type { ActorInfo, AgentHostApi, HostedAgentSpec, WorkerEvent, WorkerInit } from './protocol.ts';
+import type { ActorInfo, AgentHostApi, HostedAgentSpec, RouterLinkMessage, WorkerEvent, WorkerInit } from './protocol.ts';
 import { AgentActor } from '../src/agent/agent-actor.ts';
 import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';
@@ -14,7 +14,16 @@ import { appendEvent } from '../src/log/event-log.ts';
 
 const init = workerData as WorkerInit;
 const actors = new Map<string, AgentActor>();
-const emit = (event: WorkerEvent) => init.events.postMessage(event);
+let routerPort: MessagePort | null = null;
+
+/** Events go to the supervisor; outbox writes go straight to the router when linked. */
+const emit = (event: WorkerEvent) => {
+  if (event.type === 'outbox.written' && routerPort) {
+    routerPort.postMessage({ type: 'kick', senders: [event.agent] } satisfies RouterLinkMessage);
+    return;
+  }
+  init.events.postMessage(event);
+};
 
 /** Let it crash: rethrow outside any promise chain so the worker dies with this error. */
 function crash(error: unknown): void {
@@ -54,6 +63,14 @@ const api: AgentHostApi = {
   },
   wake(ids) {
     for (const id of ids) actors.get(id)?.wake();
+  },
+  attachRouter(port) {
+    routerPort?.close();
+    routerPort = port;
+    port.on('message', (m: RouterLinkMessage) => {
+      if (m.type === 'wake') for (const id of m.agents) actors.get(id)?.wake();
+    });
+    port.unref();
   },
   async stopActor(id, graceMs) {
     const actor = actors.get(id);

@@ -65,8 +65,17 @@ export interface ActorInfo {
   restoredFrom: 'state' | 'fresh' | null;
 }
 
+/**
+ * The direct line between the router and one agent host (a MessageChannel the
+ * supervisor hands to both): the router wakes the recipients of a delivery, the host
+ * tells the router whose outbox changed. Saves a hop through the main thread each way.
+ */
+export type RouterLinkMessage = { type: 'wake'; agents: string[] } | { type: 'kick'; senders: string[] };
+
 export interface AgentHostApi {
   startActors(specs: HostedAgentSpec[]): Promise<ActorInfo[]>;
+  /** Connects the host to the router (replaces an earlier link). */
+  attachRouter(port: MessagePort): void;
   wake(ids: string[]): void;
   stopActor(id: string, graceMs: number): Promise<boolean>;
   stopAll(graceMs: number): Promise<void>;
@@ -82,8 +91,12 @@ export interface RouterInfo {
 
 export interface RouterHostApi {
   start(): Promise<void>;
-  /** An outbox changed (a sender wrote): route soon. */
-  kick(): void;
+  /** Outboxes changed (these senders wrote; all when omitted): route soon. */
+  kick(senders?: string[]): void;
+  /** Connects an agent host: deliveries to `agents` wake them through `port`. */
+  attachHost(hostId: string, agents: string[], port: MessagePort): void;
+  /** Updates which agents a linked host carries (runtime spawn into a pool). */
+  updateHost(hostId: string, agents: string[]): void;
   stop(): Promise<void>;
   status(): RouterInfo;
 }
@@ -109,13 +122,14 @@ export type WorkerEvent =
   | { type: 'host.ready'; hostId: string; threadId: number }
   | { type: 'actor.started'; agent: string; info: ActorInfo; reemitted: number }
   | { type: 'actor.state'; agent: string; value: string; cursor: number; handled: number }
-  | { type: 'actor.turn'; agent: string; seq: number; attempts: number }
   | {
       type: 'actor.processed';
       agent: string;
       cursor: number;
       handled: { seq: number; id: string; from: string; act: string }[];
       sent: { id: string; to: string; act: string; subject: string; body: string; in_reply_to: string | null }[];
+      /** Where the turn's time went, in ms (read inbox, brain, commit). */
+      timings: { fetchMs: number; thinkMs: number; commitMs: number };
     }
   | { type: 'actor.poisoned'; agent: string; seq: number; id: string; attempts: number; deadLetter: string; from: string }
   | { type: 'actor.failed'; agent: string; error: { code?: string; message: string } }

@@ -3,41 +3,77 @@
  * notices from senders (`kick`), and on a slow safety poll. Not exported from the package.
  */
 import path from 'node:path';
-import { parentPort, threadId, workerData } from 'node:worker_threads';
+import { parentPort, threadId, workerData, type MessagePort } from 'node:worker_threads';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { createActor, fromPromise } from 'xstate';
 import { watch, type FSWatcher } from 'chokidar';
-import type { RouterHostApi, WorkerEvent, WorkerInit } from './protocol.ts';
+import type { RouterHostApi, RouterLinkMessage, WorkerEvent, WorkerInit } from './protocol.ts';
 import { routerMachine } from '../machines/router.ts';
 import { createFsTransport } from '../src/queue/fs-transport.ts';
-import { routeOnce } from '../src/router/route.ts';
+import { createDirectoryCache, routeOnce } from '../src/router/route.ts';
 import { hivePaths } from '../src/layout/paths.ts';
-import { releaseInboxLocks } from '../src/queue/inbox.ts';
+import { releaseInboxLocks } from '../src/queue/inbox-deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
 
 const init = workerData as WorkerInit;
 const settings = init.routerSettings!;
 const emit = (event: WorkerEvent) => init.events.postMessage(event);
 const transport = createFsTransport(init.root, { sentCap: settings.sentCap, doneCap: settings.doneCap });
+const directory = createDirectoryCache(init.root);
+
+/**
+ * Which outboxes to scan next pass. Senders report their writes (`kick`), file events
+ * name the folder; the poll and a restart scan everything.
+ */
+let dirty = new Set<string>();
+let scanAll = true;
+
+function markDirty(senders?: string[]): void {
+  if (!senders) scanAll = true;
+  else for (const s of senders) dirty.add(s);
+}
+
+/** Direct links to agent hosts: who lives where, and the port to wake them. */
+const links = new Map<string, { port: MessagePort; agents: Set<string> }>();
+const hostOfAgent = new Map<string, string>();
+
+function wakeRecipients(agents: string[]): void {
+  const byHost = new Map<string, string[]>();
+  for (const a of agents) {
+    const h = hostOfAgent.get(a);
+    if (!h) continue;
+    byHost.set(h, [...(byHost.get(h) ?? []), a]);
+  }
+  for (const [h, ids] of byHost) links.get(h)?.port.postMessage({ type: 'wake', agents: ids } satisfies RouterLinkMessage);
+}
 
 const machine = routerMachine.provide({
   actors: {
     routePass: fromPromise(async () => {
       const latenciesMs: number[] = [];
+      const senders = scanAll ? undefined : dirty;
+      scanAll = false;
+      dirty = new Set();
       const report = await routeOnce({
         root: init.root,
         transport,
+        directory: directory(),
+        ...(senders ? { senders } : {}),
         settings: { hopCap: settings.hopCap, batchPerSender: settings.batchPerSender },
         onDelivered: (m) => latenciesMs.push(Date.now() - Date.parse(m.created_at)),
       });
-      if (report.delivered.length > 0) emit({ type: 'router.delivered', deliveries: report.delivered, latenciesMs });
+      if (report.delivered.length > 0) {
+        wakeRecipients([...new Set(report.delivered.map((d) => d.agent))]);
+        emit({ type: 'router.delivered', deliveries: report.delivered, latenciesMs });
+      }
       if (report.rejected.length > 0) {
         emit({
           type: 'router.rejected',
           items: report.rejected.map((r) => ({ sender: r.sender, ref: r.ref, error: r.reason.error, ...(r.reason.code ? { code: r.reason.code } : {}) })),
         });
       }
+      markDirty(report.moreSenders);
       return { delivered: report.delivered.length, rejected: report.rejected.length, more: report.more };
     }),
   },
@@ -83,13 +119,38 @@ const api: RouterHostApi = {
     if (settings.watch) {
       const agentsDir = hivePaths(init.root).agents;
       watcher = watch(agentsDir, { ignored: ignored(agentsDir), ignoreInitial: true, atomic: false, depth: 2 });
-      watcher.on('add', () => actor.send({ type: 'hive.outbox.changed' }));
+      watcher.on('add', (file) => {
+        markDirty([path.basename(path.dirname(path.dirname(file)))]);
+        actor.send({ type: 'hive.outbox.changed' });
+      });
       watcher.on('error', (err) => appendEvent(init.root, { type: 'router.watch-error', error: String(err) }));
     }
-    poll = setInterval(() => actor.send({ type: 'hive.router.poll' }), settings.pollMs);
+    poll = setInterval(() => {
+      markDirty();
+      actor.send({ type: 'hive.router.poll' });
+    }, settings.pollMs);
   },
-  kick() {
+  kick(senders) {
+    markDirty(senders);
     actor.send({ type: 'hive.outbox.changed' });
+  },
+  attachHost(hostId, agents, port) {
+    links.get(hostId)?.port.close();
+    links.set(hostId, { port, agents: new Set(agents) });
+    for (const a of agents) hostOfAgent.set(a, hostId);
+    port.on('message', (m: RouterLinkMessage) => {
+      if (m.type !== 'kick') return;
+      markDirty(m.senders);
+      actor.send({ type: 'hive.outbox.changed' });
+    });
+    port.unref();
+  },
+  updateHost(hostId, agents) {
+    const link = links.get(hostId);
+    if (!link) return;
+    for (const a of link.agents) if (hostOfAgent.get(a) === hostId) hostOfAgent.delete(a);
+    link.agents = new Set(agents);
+    for (const a of agents) hostOfAgent.set(a, hostId);
   },
   async stop() {
     if (poll) clearInterval(poll);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
-import { deliver } from '../src/queue/inbox.ts';
+import { deliver } from '../src/queue/inbox-deliver.ts';
 import { rawDurableWriteRate } from './bench/disk.ts';
 import { median, round, summarize } from './bench/stats.ts';
 

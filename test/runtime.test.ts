@@ -7,7 +7,7 @@ import { createHive } from '../src/hive.ts';
 import { readInbox } from '../src/queue/inbox.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
-import { readStateFile } from '../src/agent/state-file.ts';
+import { readStateFile } from '../src/agent/state-store.ts';
 import { readRegistry } from '../src/registry/registry.ts';
 
 const crashy = { kind: 'module' as const, module: path.join(FIXTURES, 'brains', 'crashy.ts') };

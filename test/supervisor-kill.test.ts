@@ -7,7 +7,7 @@ import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { listInbox, readInboxEntry } from '../src/queue/inbox.ts';
-import { readStateFile } from '../src/agent/state-file.ts';
+import { readStateFile } from '../src/agent/state-store.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 
 const AGENTS = 4;
@@ -35,8 +35,9 @@ describe('supervisor SIGKILL', () => {
     await ensureAgent(root, { id: 'client', brain: { kind: 'external' } });
     const requests: HiveMessage[] = [];
     let sup = await startSupervisor(root);
-    const killAt = new Set<number>();
-    while (killAt.size < KILLS) killAt.add(100 + Math.floor(Math.random() * (REQUESTS - 200)));
+    // Kill after 5 distinct random batches of 20 (not the first five or the last five).
+    const killAfterBatch = new Set<number>();
+    while (killAfterBatch.size < KILLS) killAfterBatch.add(5 + Math.floor(Math.random() * (REQUESTS / 20 - 10)));
     let kills = 0;
     for (let i = 0; i < REQUESTS; i += 20) {
       const batch = Array.from({ length: 20 }, (_, k) =>
@@ -44,7 +45,7 @@ describe('supervisor SIGKILL', () => {
       );
       writeOutbox(root, batch); // acknowledged once this returns
       requests.push(...batch);
-      if ([...killAt].some((k) => k >= i && k < i + 20)) {
+      if (killAfterBatch.has(i / 20)) {
         sup.child.kill('SIGKILL');
         const x = await sup.exited;
         expect(x.signal).toBe('SIGKILL');

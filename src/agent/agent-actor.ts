@@ -18,7 +18,11 @@ import { appendEvent } from '../log/event-log.ts';
 import { errorMessage } from '../errors.ts';
 import { composeMessages, godNotice, nextTimers } from './compose.ts';
 import { SYSTEM_SENDER } from '../protocol/agent-id.ts';
-import { commitTurn, readInflight, restoreAgentState, writeInflight, type InflightMarker } from './state-file.ts';
+import { commitTurn, paySyncDebt, type SyncDebt } from './commit.ts';
+import { inflightMarker, readInflight, type InflightMarker } from './inflight.ts';
+import { restoreAgentState } from './restore.ts';
+import { StateStore } from './state-store.ts';
+import type { MarkerFile } from '../fs/marker.ts';
 import { encodeMessage, writeOutbox } from '../queue/outbox.ts';
 
 /** Time source and timers, injectable for tests. */
@@ -61,12 +65,17 @@ export class AgentActor {
   private readonly transport;
   private actor: Actor<typeof agentMachine> | null = null;
   private inflight: InflightMarker | null = null;
+  private marker: MarkerFile | null = null;
+  private debt: SyncDebt = [];
+  private store: StateStore | null = null;
   private timerHandle: unknown = null;
   private pollHandle: unknown = null;
   private gapSince: number | null = null;
   private restoredFrom: 'state' | 'fresh' | null = null;
   private mirrorHandle: unknown = null;
   private lastValue = 'idle';
+  private turnStart = 0;
+  private thinkStart = 0;
 
   constructor(private readonly o: AgentActorOptions) {
     this.id = o.spec.id;
@@ -78,6 +87,7 @@ export class AgentActor {
   async start(): Promise<ActorInfo> {
     const restored = restoreAgentState(this.o.root, this.id, this.o.settings.doneCap);
     this.restoredFrom = restored.from;
+    this.store = new StateStore(this.o.root, this.id, restored.commit);
     this.inflight = readInflight(this.o.root, this.id);
     if (restored.reemitted > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: restored.reemitted });
     const machine = agentMachine.provide({
@@ -142,7 +152,13 @@ export class AgentActor {
         },
       });
     });
-    if (stopped) this.mirrorCursor();
+    if (stopped) {
+      paySyncDebt(this.o.root, this.id, this.debt);
+      this.debt = [];
+      this.mirrorCursor();
+    }
+    this.marker?.close();
+    this.store?.close();
     await this.o.brain.close?.();
     this.o.emit({ type: 'actor.stopped', agent: this.id });
     return stopped;
@@ -220,6 +236,7 @@ export class AgentActor {
   // ---- effects supplied to the machine ------------------------------------------------
 
   private async fetchWork(cursor: number, timers: DurableTimer[]): Promise<Work | null> {
+    this.turnStart = performance.now();
     const now = this.clock.now();
     const due = timers.filter((t) => t.at <= now);
     const batch = this.o.spec.turnBatch ?? this.o.settings.turnBatch;
@@ -253,13 +270,14 @@ export class AgentActor {
       // After a crash, re-run one message at a time so a poison message is pinned down exactly.
       if (attempts > 1 || restarts > 0) entries.splice(1);
       this.inflight = { seq: first.seq, attempts, restarts, pid: process.pid };
-      writeInflight(this.o.root, this.id, this.inflight);
-      this.o.emit({ type: 'actor.turn', agent: this.id, seq: first.seq, attempts });
+      this.marker ??= inflightMarker(this.o.root, this.id);
+      this.marker.write(this.inflight);
     }
     return { entries, timers: due, poison: null, skipTo: null };
   }
 
   private async think(context: PersistedAgentContext, work: Work): Promise<TurnResult> {
+    this.thinkStart = performance.now();
     const p = agentPaths(this.o.root, this.id);
     let state = context.brainState;
     let timers = context.timers;
@@ -300,8 +318,9 @@ export class AgentActor {
   }
 
   private async commit(next: PersistedAgentContext, messages: TurnResult['messages']): Promise<void> {
+    const commitStart = performance.now();
     const work = this.actor?.getSnapshot().context.work;
-    commitTurn(this.o.root, next, messages, this.o.settings.doneCap);
+    this.debt = commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt);
     if (messages.length > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: messages.length });
     this.o.emit({
       type: 'actor.processed',
@@ -309,6 +328,7 @@ export class AgentActor {
       cursor: next.cursor,
       handled: (work?.entries ?? []).map((e) => ({ seq: e.seq, id: e.message.id, from: e.message.from, act: e.message.act })),
       sent: messages.map((m) => ({ id: m.id, to: m.to, act: m.act, subject: m.subject, body: m.body, in_reply_to: m.in_reply_to })),
+      timings: { fetchMs: this.thinkStart - this.turnStart, thinkMs: commitStart - this.thinkStart, commitMs: performance.now() - commitStart },
     });
   }
 
@@ -332,7 +352,7 @@ export class AgentActor {
     );
     writeOutbox(this.o.root, [notice]);
     this.o.emit({ type: 'outbox.written', agent: SYSTEM_SENDER, count: 1 });
-    commitTurn(this.o.root, next, [], this.o.settings.doneCap);
+    this.debt = commitTurn(this.store!, this.o.root, next, [], this.o.settings.doneCap, this.debt);
     this.inflight = null;
     this.o.emit({
       type: 'actor.poisoned',

@@ -43,6 +43,7 @@ export function agentPaths(root: string, id: string) {
     inboxHead: path.join(dir, 'inbox', '.head'),
     cursor: path.join(dir, 'cursor.json'),
     state: path.join(dir, 'state.json'),
+    stateWal: path.join(dir, 'state.wal'),
     inflight: path.join(dir, 'inflight.json'),
     sessions: path.join(dir, 'sessions'),
   };

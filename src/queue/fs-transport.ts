@@ -1,8 +1,9 @@
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
 import type { HiveMessage } from '../protocol/message.ts';
-import { deliver, readInbox, type InboxEntry } from './inbox.ts';
-import { markSent, readOutbox, writeOutbox } from './outbox.ts';
+import { readInbox, type InboxEntry } from './inbox.ts';
+import { deliver } from './inbox-deliver.ts';
+import { encodeMessage, markSent, readOutbox, writeOutbox } from './outbox.ts';
 import { commitCursor, readCursor } from './cursor.ts';
 import { deadLetterFile, relativeToHive, type DeadLetterReason } from './dead-letter.ts';
 import type { PendingItem, Transport } from './transport.ts';
@@ -22,17 +23,19 @@ export interface FsTransportOptions {
 export function createFsTransport(root: string, options: FsTransportOptions = {}): Transport {
   const sentCap = options.sentCap ?? 1_000;
   const doneCap = options.doneCap ?? 5_000;
+  // Messages read from outbox files that hold exactly their canonical text: delivery can
+  // hard-link those files instead of writing copies.
+  const sources = new WeakMap<HiveMessage, string>();
   return {
     kind: 'fs',
     async send(messages: HiveMessage[]) {
       writeOutbox(root, messages);
     },
     async pending(sender: string, limit?: number): Promise<PendingItem[]> {
-      return readOutbox(root, sender, limit).map((f) => ({
-        ref: f.name,
-        message: f.parsed.ok ? f.parsed.message : null,
-        error: f.parsed.ok ? null : f.parsed.error,
-      }));
+      return readOutbox(root, sender, limit).map((f) => {
+        if (f.parsed.ok && f.text === encodeMessage(f.parsed.message)) sources.set(f.parsed.message, f.file);
+        return { ref: f.name, message: f.parsed.ok ? f.parsed.message : null, error: f.parsed.ok ? null : f.parsed.error };
+      });
     },
     async settle(sender: string, refs: string[]) {
       markSent(root, sender, refs, sentCap);
@@ -41,7 +44,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
       deadLetterFile(root, path.join(agentPaths(root, sender).outbox, ref), reason);
     },
     async deliver(recipient: string, messages: HiveMessage[]) {
-      return deliver(root, recipient, messages, { doneCap });
+      return deliver(root, recipient, messages, { doneCap, sourceOf: (m) => sources.get(m) });
     },
     async read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]> {
       const { entries, rejected } = readInbox(root, recipient, afterSeq, limit);

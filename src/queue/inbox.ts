@@ -1,31 +1,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import lockfile from 'proper-lockfile';
-import { agentPaths, type AgentPaths } from '../layout/paths.ts';
-import { listDir, writeFilesAtomic } from '../fs/atomic.ts';
+import { agentPaths } from '../layout/paths.ts';
+import { listDir } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import { parseMessageText, type HiveMessage } from '../protocol/message.ts';
-import { encodeMessage, trimFolder } from './outbox.ts';
-import { readCursor } from './cursor.ts';
-import { recoverDeadLock, writeOwner } from '../lock/owner.ts';
+import { noteAdded } from '../fs/capped.ts';
 
 /**
- * The inbox: `agents/<id>/inbox/<seq>-<id>.json`, seq zero-padded to 12 digits,
- * gap-free and assigned under the inbox lock (`inbox/.lock`, proper-lockfile).
- * Processed entries move to `inbox/.done/` (capped), so ids stay visible to the
- * idempotency check for a while after processing.
- *
- * deliver(batch), under the lock:
- *   1. learn the last seq and the known ids (cached; `inbox/.head` tells whether
- *      another process delivered since: a token rewritten by every batch)
- *   2. skip ids already present (reported `duplicate`), number the rest lastSeq+1...
- *   3. temp file + fsync per message, renames in seq order, one directory fsync
- *   4. rewrite `.head`, release the lock
- * A crash in step 3 leaves a renamed prefix of the batch plus temp files (swept at
- * start); the next delivery re-reads the folder, so numbering stays gap-free.
- * A crash after 3 but before the caller recorded success makes the caller retry:
- * the ids are found in step 2 and reported `duplicate`. Nothing is delivered twice.
+ * The inbox: `agents/<id>/inbox/<seq>-<id>.json`, seq zero-padded to 12 digits.
+ * Entries are delivered by `inbox-deliver.ts` (under the inbox lock); this file holds
+ * the reading side: names, reads after a cursor, and moving processed entries to
+ * `inbox/.done/` (capped), where their ids stay visible to the idempotency check.
  */
 
 export const SEQ_WIDTH = 12;
@@ -39,213 +24,6 @@ export function inboxFileName(seq: number, id: string): string {
 export function parseInboxName(name: string): { seq: number; id: string } | null {
   const m = INBOX_NAME.exec(name);
   return m ? { seq: Number(m[1]), id: m[2]! } : null;
-}
-
-export type DeliveryOutcome =
-  | { id: string; status: 'delivered'; seq: number }
-  | { id: string; status: 'duplicate' };
-
-interface InboxIndex {
-  token: string;
-  lastSeq: number;
-  ids: Set<string>;
-}
-
-/** Per-process cache of each inbox's last seq and known ids, keyed by inbox folder. */
-const indexCache = new Map<string, InboxIndex>();
-
-function readHead(p: AgentPaths): string | null {
-  try {
-    return fs.readFileSync(p.inboxHead, 'utf8');
-  } catch {
-    return null;
-  }
-}
-
-function loadIndex(root: string, p: AgentPaths): InboxIndex {
-  const head = readHead(p);
-  const cached = indexCache.get(p.inbox);
-  if (cached && head !== null && cached.token === head) return cached;
-  let lastSeq = 0;
-  try {
-    lastSeq = readCursor(root, p.id);
-  } catch {
-    // A damaged cursor must not stop delivery; the folder listing still gives a floor.
-  }
-  const ids = new Set<string>();
-  const parsed = [...listDir(p.done), ...listDir(p.inbox)]
-    .map(parseInboxName)
-    .filter((x): x is { seq: number; id: string } => x !== null)
-    .sort((a, b) => a.seq - b.seq);
-  for (const { seq, id } of parsed) {
-    ids.add(id);
-    if (seq > lastSeq) lastSeq = seq;
-  }
-  const index = { token: head ?? '', lastSeq, ids };
-  indexCache.set(p.inbox, index);
-  return index;
-}
-
-function rememberId(index: InboxIndex, id: string, doneCap: number): void {
-  index.ids.add(id);
-  // Bound memory: forget the oldest ids once far beyond what .done can still show.
-  if (index.ids.size > doneCap * 2 + 1_000) {
-    let drop = index.ids.size - doneCap * 2;
-    for (const old of index.ids) {
-      if (drop-- <= 0) break;
-      index.ids.delete(old);
-    }
-  }
-}
-
-export interface LockOptions {
-  /** ms after which a lock whose holder stopped refreshing it is broken (min 2000). */
-  stale?: number;
-  /**
-   * Keep the lock this many ms after the last use (a lease). Creating and removing
-   * the lock folder costs about 1 ms on a journaling filesystem, more than the write
-   * it protects; a deliverer under load keeps the lease and pays it once. 0 releases
-   * at once. Default 200.
-   */
-  holdMs?: number;
-}
-
-/**
- * An inbox lock held by this process: an in-process queue (one delivery at a time
- * per inbox) in front of proper-lockfile's cross-process lock, kept for `holdMs`
- * after the last use.
- */
-class InboxLease {
-  private tail: Promise<void> = Promise.resolve();
-  private release: (() => Promise<void>) | null = null;
-  private idle: NodeJS.Timeout | null = null;
-
-  constructor(private readonly p: AgentPaths) {}
-
-  async run<T>(fn: () => T, options: LockOptions): Promise<T> {
-    const previous = this.tail;
-    let done!: () => void;
-    this.tail = new Promise<void>((resolve) => (done = resolve));
-    await previous;
-    try {
-      if (this.idle) clearTimeout(this.idle);
-      this.idle = null;
-      if (!this.release) await this.acquire(options);
-      return fn();
-    } finally {
-      const holdMs = options.holdMs ?? 200;
-      if (holdMs <= 0) await this.drop();
-      else {
-        this.idle = setTimeout(() => void this.drop(), holdMs);
-        this.idle.unref();
-      }
-      done();
-    }
-  }
-
-  private async acquire(options: LockOptions): Promise<void> {
-    // A lock left by a SIGKILLed deliverer of this host is taken over at once.
-    recoverDeadLock(this.p.inboxLock, this.p.inboxLockOwner);
-    const release = await lockfile.lock(this.p.inbox, {
-      lockfilePath: this.p.inboxLock,
-      stale: options.stale ?? 5_000,
-      realpath: false,
-      retries: { retries: 2_000, factor: 1.2, minTimeout: 1, maxTimeout: 25 },
-      onCompromised: () => {
-        // Someone broke our lock (we stalled past `stale`): forget it and what we cached.
-        this.release = null;
-        indexCache.delete(this.p.inbox);
-      },
-    });
-    writeOwner(this.p.inboxLock, this.p.inboxLockOwner, false);
-    this.release = release;
-  }
-
-  async drop(): Promise<void> {
-    const release = this.release;
-    this.release = null;
-    if (this.idle) clearTimeout(this.idle);
-    this.idle = null;
-    if (release) await release().catch(() => undefined);
-  }
-}
-
-const leases = new Map<string, InboxLease>();
-
-/** Runs `fn` holding the inbox lock of `agentId`. */
-export async function withInboxLock<T>(root: string, agentId: string, fn: () => T, options: LockOptions = {}): Promise<T> {
-  const p = agentPaths(root, agentId);
-  if (!fs.existsSync(p.inbox)) {
-    throw new HiveError('E_UNKNOWN_AGENT', `Agent "${agentId}" has no inbox at ${p.inbox}; create it with ensureAgent or \`hive spawn\``);
-  }
-  let lease = leases.get(p.inbox);
-  if (!lease) {
-    lease = new InboxLease(p);
-    leases.set(p.inbox, lease);
-  }
-  return lease.run(fn, options);
-}
-
-/** Releases every inbox lock this process holds (call before exiting or handing over). */
-export async function releaseInboxLocks(): Promise<void> {
-  const all = [...leases.values()];
-  leases.clear();
-  await Promise.all(all.map((l) => l.drop()));
-}
-
-export interface DeliverOptions extends LockOptions {
-  doneCap?: number;
-}
-
-/**
- * Delivers messages into one agent's inbox with gap-free sequence numbers and one
- * directory fsync for the batch. Idempotent on message id.
- * @example
- * const [r] = await deliver(root, 'bob', [msg]); // { id, status: 'delivered', seq: 1 }
- * await deliver(root, 'bob', [msg]);            // [{ id, status: 'duplicate' }]
- */
-export async function deliver(
-  root: string,
-  agentId: string,
-  messages: HiveMessage[],
-  options: DeliverOptions = {},
-): Promise<DeliveryOutcome[]> {
-  const p = agentPaths(root, agentId);
-  const doneCap = options.doneCap ?? DEFAULT_DONE_CAP;
-  return withInboxLock(
-    root,
-    agentId,
-    () => {
-      const index = loadIndex(root, p);
-      const outcomes: DeliveryOutcome[] = [];
-      const files: { name: string; data: string }[] = [];
-      const fresh = new Set<string>();
-      let seq = index.lastSeq;
-      for (const m of messages) {
-        if (index.ids.has(m.id) || fresh.has(m.id)) {
-          outcomes.push({ id: m.id, status: 'duplicate' });
-          continue;
-        }
-        seq += 1;
-        fresh.add(m.id);
-        files.push({ name: inboxFileName(seq, m.id), data: encodeMessage(m) });
-        outcomes.push({ id: m.id, status: 'delivered', seq });
-      }
-      if (files.length === 0) return outcomes;
-      try {
-        writeFilesAtomic(p.inbox, files);
-      } catch (err) {
-        indexCache.delete(p.inbox);
-        throw err;
-      }
-      index.lastSeq = seq;
-      for (const id of fresh) rememberId(index, id, doneCap);
-      index.token = `${seq} ${process.pid} ${randomBytes(6).toString('hex')}`;
-      fs.writeFileSync(p.inboxHead, index.token);
-      return outcomes;
-    },
-    options,
-  );
 }
 
 export interface InboxEntry {
@@ -365,7 +143,7 @@ export function moveToDone(root: string, agentId: string, throughSeq: number, ca
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
   }
-  if (moved > 0) trimFolder(p.done, cap);
+  if (moved > 0) noteAdded(p.done, moved, cap);
   return moved;
 }
 
@@ -377,9 +155,4 @@ export function inboxDepth(root: string, agentId: string, afterSeq: number): num
     if (parsed && parsed.seq > afterSeq) n += 1;
   }
   return n;
-}
-
-/** Forget cached inbox indexes (tests, or after a folder was replaced by hand). */
-export function resetInboxCache(): void {
-  indexCache.clear();
 }

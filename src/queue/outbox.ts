@@ -3,6 +3,9 @@ import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
 import { writeFilesAtomic, listDir } from '../fs/atomic.ts';
 import { parseMessageText, type HiveMessage, type ParseResult } from '../protocol/message.ts';
+import { noteAdded } from '../fs/capped.ts';
+
+export { trimFolder } from '../fs/capped.ts';
 
 /**
  * The outbox: `agents/<from>/outbox/<id>.json`, one file per message, written by the
@@ -23,11 +26,14 @@ export function encodeMessage(message: HiveMessage): string {
 }
 
 /**
- * Durably writes messages into their senders' outboxes; resolves when all are on disk.
- * Messages of one sender share one directory fsync (group commit).
+ * Durably writes messages into their senders' outboxes; returns when all are on disk.
+ * Messages of one sender share one directory fsync (group commit). `durable: false`
+ * only renames atomically (an actor's commit, whose state.json already holds them).
+ * Returns the paths written.
  * @example writeOutbox(root, [createMessage({ from: 'a', to: 'b', act: 'inform', body: 'hi' })])
  */
-export function writeOutbox(root: string, messages: HiveMessage[]): void {
+export function writeOutbox(root: string, messages: HiveMessage[], options: { durable?: boolean } = {}): string[] {
+  const written: string[] = [];
   const bySender = new Map<string, HiveMessage[]>();
   for (const m of messages) {
     const list = bySender.get(m.from) ?? [];
@@ -40,14 +46,18 @@ export function writeOutbox(root: string, messages: HiveMessage[]): void {
     writeFilesAtomic(
       dir,
       list.map((m) => ({ name: messageFileName(m.id), data: encodeMessage(m) })),
+      options,
     );
+    for (const m of list) written.push(path.join(dir, messageFileName(m.id)));
   }
+  return written;
 }
 
 export interface OutboxFile {
   agent: string;
   name: string;
   file: string;
+  text: string;
   parsed: ParseResult;
 }
 
@@ -72,12 +82,12 @@ export function readOutbox(root: string, agentId: string, limit = Infinity): Out
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') continue; // routed by someone else meanwhile
       if (code === 'EISDIR') {
-        out.push({ agent: agentId, name, file, parsed: parseMessageText('') });
+        out.push({ agent: agentId, name, file, text: '', parsed: parseMessageText('') });
         continue;
       }
       throw err;
     }
-    out.push({ agent: agentId, name, file, parsed: parseMessageText(text) });
+    out.push({ agent: agentId, name, file, text, parsed: parseMessageText(text) });
   }
   return out;
 }
@@ -97,13 +107,5 @@ export function markSent(root: string, agentId: string, names: string[], cap: nu
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
   }
-  trimFolder(p.sent, cap);
-}
-
-/** Keeps the `cap` newest (by name) entries of a folder. */
-export function trimFolder(dir: string, cap: number): void {
-  const names = listDir(dir).filter((n) => !n.startsWith('.'));
-  if (names.length <= cap) return;
-  names.sort();
-  for (const n of names.slice(0, names.length - cap)) fs.rmSync(path.join(dir, n), { force: true, recursive: true });
+  noteAdded(p.sent, names.length, cap);
 }

@@ -1,6 +1,7 @@
 import type { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
-import type { DeliveryOutcome, InboxEntry } from './inbox.ts';
+import type { InboxEntry } from './inbox.ts';
+import type { DeliveryOutcome } from './inbox-deliver.ts';
 import type { DeadLetterReason } from './dead-letter.ts';
 
 /**

@@ -74,6 +74,31 @@ export function readDirectory(root: string): AgentDirectory {
   return { all, broadcastable };
 }
 
+/**
+ * Caches the directory between passes: re-read only when the agents folder or
+ * registry.json changed (two stats instead of a listing and a JSON parse per pass).
+ */
+export function createDirectoryCache(root: string): () => AgentDirectory {
+  let key = '';
+  let cached: AgentDirectory | null = null;
+  const mtime = (f: string) => {
+    try {
+      return fs.statSync(f).mtimeMs;
+    } catch {
+      return -1;
+    }
+  };
+  return () => {
+    const p = hivePaths(root);
+    const now = `${mtime(p.agents)}:${mtime(p.registry)}`;
+    if (!cached || now !== key) {
+      cached = readDirectory(root);
+      key = now;
+    }
+    return cached;
+  };
+}
+
 export type Decision =
   | { kind: 'route'; recipients: string[] }
   | { kind: 'reject'; reason: DeadLetterReason; bounce: boolean };
@@ -140,8 +165,9 @@ export interface RouteReport {
   delivered: Delivery[];
   duplicates: number;
   rejected: { sender: string; ref: string; reason: DeadLetterReason }[];
-  /** Senders whose outbox still had more than one batch. */
+  /** True when some outbox had more than one batch waiting. */
   more: boolean;
+  moreSenders: string[];
 }
 
 export interface RouteContext {
@@ -150,6 +176,8 @@ export interface RouteContext {
   settings: RouterSettings;
   /** Senders to scan; all agent folders when omitted. */
   senders?: Iterable<string>;
+  /** Who can receive (default: read from disk). */
+  directory?: AgentDirectory;
   /** Observe each message handed to an inbox (telemetry, latency). */
   onDelivered?: (message: HiveMessage, agent: string, seq: number) => void;
 }
@@ -157,8 +185,8 @@ export interface RouteContext {
 /** Routes everything currently waiting in the given outboxes. */
 export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
   const { root, transport, settings } = ctx;
-  const dir = readDirectory(root);
-  const report: RouteReport = { delivered: [], duplicates: 0, rejected: [], more: false };
+  const dir = ctx.directory ?? readDirectory(root);
+  const report: RouteReport = { delivered: [], duplicates: 0, rejected: [], more: false, moreSenders: [] };
   const byRecipient = new Map<string, HiveMessage[]>();
   const routedRefs = new Map<string, string[]>();
   const rejects: { sender: string; item: PendingItem; reason: DeadLetterReason; bounce: boolean }[] = [];
@@ -167,7 +195,10 @@ export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
   for (const sender of ctx.senders ?? dir.all) {
     if (!dir.all.has(sender)) continue;
     const items = await transport.pending(sender, settings.batchPerSender);
-    if (items.length >= settings.batchPerSender) report.more = true;
+    if (items.length >= settings.batchPerSender) {
+      report.more = true;
+      report.moreSenders.push(sender);
+    }
     for (const item of items) {
       const d = decide(sender, item, dir, settings);
       if (d.kind === 'reject') {

@@ -9,6 +9,7 @@ export interface HiveEventMap {
     cursor: number;
     handled: { seq: number; id: string; from: string; act: string }[];
     sent: { id: string; to: string; act: string; subject: string; body: string; in_reply_to: string | null }[];
+    timings: { fetchMs: number; thinkMs: number; commitMs: number };
   };
   crashed: { host: string; agents: string[]; error: string; restarts: number; delayMs: number };
   restarted: { host: string; agents: string[]; restarts: number; threadId: number };

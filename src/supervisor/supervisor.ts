@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
+import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import type { AgentHostApi, AgentSettings, HostedAgentSpec, RouterHostApi, WorkerEvent } from '../../actors/protocol.ts';
 import { AgentConfigSchema, BrainSchema, type AgentConfig, type BrainSpec, type HiveConfig } from '../config/schema.ts';
 import { ensureAgent, ensureHive } from '../layout/ensure.ts';
@@ -66,6 +68,7 @@ export class Supervisor {
   private readonly members = new Map<string, string[]>();
   private readonly agents = new Map<string, AgentRecord>();
   private routerValue = 'starting';
+  private routerHandle: WorkerHandle<RouterHostApi> | null = null;
   private control: ControlServer | null = null;
   private closing = false;
   private started = false;
@@ -156,8 +159,11 @@ export class Supervisor {
     record.hostId = hostId;
     this.members.set(hostId, [...(this.members.get(hostId) ?? []), spec.id]);
     const host = this.hosts.get(hostId);
-    if (host?.handle) await host.handle.call(async (api) => api.startActors([await this.hostedSpec(spec.id)]));
-    else await this.startHost(hostId);
+    if (host?.handle) {
+      const hosted = await this.hostedSpec(spec.id);
+      await host.handle.call(async (api) => api.startActors([hosted]));
+      await this.routerHandle?.call(async (api) => api.updateHost(hostId, this.members.get(hostId) ?? []));
+    } else await this.startHost(hostId);
     this.events.emit('spawned', { agent: spec.id, host: hostId });
     return entry;
   }
@@ -197,7 +203,7 @@ export class Supervisor {
       throw new HiveError('E_UNKNOWN_AGENT', `Sender "${r.message.from}" is not an agent of ${this.root}`);
     }
     writeOutbox(this.root, [r.message]);
-    this.kickRouter();
+    this.kickRouter([r.message.from]);
     return r.message;
   }
 
@@ -250,8 +256,9 @@ export class Supervisor {
     if (handle) await handle.worker.terminate();
   }
 
-  kickRouter(): void {
-    void this.router?.handle?.call(async (api) => api.kick()).catch(() => undefined);
+  /** Tells the router that these senders' outboxes changed (all of them when omitted). */
+  kickRouter(senders?: string[]): void {
+    void this.router?.handle?.call(async (api) => api.kick(senders)).catch(() => undefined);
   }
 
   // ---- internals -----------------------------------------------------------------------
@@ -284,6 +291,7 @@ export class Supervisor {
           await handle.terminate();
           throw err;
         }
+        await this.linkToRouter(hostId, handle);
         return handle;
       },
       drain: async (handle) => {
@@ -316,6 +324,8 @@ export class Supervisor {
           (e) => this.onWorkerEvent(e),
         );
         await handle.call((api) => api.start());
+        this.routerHandle = handle;
+        for (const [hostId, host] of this.hosts) if (host.handle) await this.linkToRouter(hostId, host.handle);
         return handle;
       },
       drain: async (handle) => {
@@ -329,6 +339,19 @@ export class Supervisor {
       onFailed: (info) => void this.onHostFailed(ROUTER_HOST, info),
     });
     await this.router.start();
+  }
+
+  /** Gives the router and an agent host a direct channel (wake-ups and kicks skip main). */
+  private async linkToRouter(hostId: string, host: WorkerHandle<AgentHostApi>): Promise<void> {
+    const router = this.routerHandle;
+    if (!router) return;
+    const { port1, port2 } = new MessageChannel();
+    try {
+      await router.call(async (api) => api.attachHost(hostId, this.members.get(hostId) ?? [], Comlink.transfer(port1, [port1])));
+      await host.call(async (api) => api.attachRouter(Comlink.transfer(port2, [port2])));
+    } catch (err) {
+      appendEvent(this.root, { type: 'hive.link-failed', host: hostId, error: errorMessage(err) });
+    }
   }
 
   private onHostCrashed(hostId: string, info: { error: string; restarts: number; delayMs: number }): void {
@@ -359,7 +382,7 @@ export class Supervisor {
     );
     try {
       writeOutbox(this.root, [notice]);
-      this.kickRouter();
+      this.kickRouter([notice.from]);
     } catch (err) {
       appendEvent(this.root, { type: 'hive.notice-failed', error: errorMessage(err) });
     }
@@ -384,7 +407,7 @@ export class Supervisor {
         this.events.emit('state', { actor: 'router', value: e.value });
         break;
       case 'outbox.written':
-        this.kickRouter();
+        this.kickRouter([e.agent]);
         break;
       case 'actor.state': {
         const r = this.agents.get(e.agent);
@@ -406,7 +429,7 @@ export class Supervisor {
         break;
       }
       case 'actor.processed':
-        this.events.emit('processed', { agent: e.agent, cursor: e.cursor, handled: e.handled, sent: e.sent });
+        this.events.emit('processed', { agent: e.agent, cursor: e.cursor, handled: e.handled, sent: e.sent, timings: e.timings });
         break;
       case 'actor.poisoned':
         this.events.emit('dead-lettered', { source: `agents/${e.agent}/inbox`, error: `poison message ${e.id} (${e.attempts} crashes)`, code: 'E_POISON', agent: e.agent });
@@ -452,7 +475,7 @@ export class Supervisor {
     if (fresh.length === 0) return;
     writeOutbox(this.root, fresh);
     writeJsonAtomic(file, [...done]);
-    this.kickRouter();
+    this.kickRouter([...new Set(fresh.map((m) => m.from))]);
   }
 
   /** Startup sweep: temp files left by a crash, in every folder Hive writes atomically. */

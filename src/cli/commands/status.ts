@@ -5,7 +5,7 @@ import { isHive } from '../../layout/ensure.ts';
 import { readRegistry } from '../../registry/registry.ts';
 import { committedCursor } from '../../queue/committed-cursor.ts';
 import { inboxDepth } from '../../queue/inbox.ts';
-import { readStateFile } from '../../agent/state-file.ts';
+import { readStateFile } from '../../agent/state-store.ts';
 import { JSON_OPTION, ROOT_OPTION, rootOf, type Command } from '../args.ts';
 
 /** What the disk says when no supervisor is running. */

@@ -1,0 +1,134 @@
+// npm run bench:hive — end-to-end figures of a running hive, printed as JSON.
+//  - delivery latency: outbox write durable → recipient actor has handled it (committed)
+//  - request/reply pairs per second at saturation (8 echo agents)
+//  - worker spawn time, RSS per agent, cold start to ready with 100 agents
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createHive, type Hive } from '../src/hive.ts';
+import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
+import { writeOutbox } from '../src/queue/outbox.ts';
+import { rawDurableWriteRate } from './bench/disk.ts';
+import { median, round, summarize } from './bench/stats.ts';
+
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 300);
+const SATURATION = Number(process.env.BENCH_REQUESTS ?? 4_000);
+const COLD_AGENTS = Number(process.env.BENCH_COLD_AGENTS ?? 100);
+const base = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'hive-bench-'));
+
+function config(root: string, agents: number) {
+  return {
+    root,
+    agents: [
+      ...Array.from({ length: agents }, (_, i) => ({ id: `echo-${i}`, brain: { kind: 'echo' as const } })),
+      { id: 'client', brain: { kind: 'external' as const } },
+    ],
+  };
+}
+
+async function latency(hive: Hive): Promise<{ handledMs: number[]; roundTripMs: number[] }> {
+  const handledMs: number[] = [];
+  const roundTripMs: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const to = `echo-${i % 8}`;
+    const m = createMessage({ from: 'client', to, act: 'request', body: `sample ${i}` });
+    let t0 = 0;
+    const handled = new Promise<number>((resolve) => {
+      const off = hive.on('processed', (e) => {
+        if (e.agent === to && e.handled.some((h) => h.id === m.id)) {
+          off();
+          resolve(performance.now());
+        }
+      });
+    });
+    const replied = new Promise<number>((resolve) => {
+      const off = hive.on('delivered', (d) => {
+        if (d.agent === 'client' && d.in_reply_to === m.id) {
+          off();
+          resolve(performance.now());
+        }
+      });
+    });
+    writeOutbox(hive.root, [m]);
+    t0 = performance.now();
+    hive.supervisor.kickRouter();
+    handledMs.push((await handled) - t0);
+    roundTripMs.push((await replied) - t0);
+    await new Promise((r) => setTimeout(r, 2)); // light load: one request in flight
+  }
+  return { handledMs, roundTripMs };
+}
+
+async function saturation(hive: Hive): Promise<number> {
+  let replies = 0;
+  const done = new Promise<void>((resolve) => {
+    hive.on('delivered', (d) => {
+      if (d.agent === 'client' && ++replies === SATURATION) resolve();
+    });
+  });
+  const t0 = performance.now();
+  for (let i = 0; i < SATURATION; i += 100) {
+    const batch: HiveMessage[] = Array.from({ length: Math.min(100, SATURATION - i) }, (_, k) =>
+      createMessage({ from: 'client', to: `echo-${(i + k) % 8}`, act: 'request', body: `load ${i + k}` }),
+    );
+    writeOutbox(hive.root, batch);
+    hive.supervisor.kickRouter();
+    await new Promise((r) => setImmediate(r));
+  }
+  await done;
+  return (SATURATION / (performance.now() - t0)) * 1000;
+}
+
+async function spawnTimes(hive: Hive, n: number): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await hive.spawn({ id: `spawned-${i}`, brain: { kind: 'echo' } });
+    times.push(performance.now() - t0);
+  }
+  return times;
+}
+
+const disk = rawDurableWriteRate(path.join(base, 'raw'), 300);
+
+// 8 echo agents: latency and saturation
+const small = createHive(config(path.join(base, 'small'), 8));
+await small.start();
+await latency(small); // warm up (JIT, page cache)
+const lat = await latency(small);
+const pairsPerSecond = [await saturation(small)];
+const spawn = await spawnTimes(small, 5);
+await small.close();
+
+// cold start of 100 agents, RSS per agent
+if (global.gc) global.gc();
+const rssBefore = process.memoryUsage().rss;
+const big = createHive(config(path.join(base, 'big'), COLD_AGENTS));
+const t0 = performance.now();
+await big.start();
+const coldStartMs = performance.now() - t0;
+await new Promise((r) => setTimeout(r, 500));
+const rssAfter = process.memoryUsage().rss;
+await big.close();
+
+const handled = summarize(lat.handledMs);
+const result = {
+  benchmark: 'hive',
+  machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version, totalMemGiB: round(os.totalmem() / 2 ** 30, 1) },
+  rawDurableWrite: { perSecond: round(disk.perSecond, 0), p50Ms: summarize(disk.latenciesMs).p50 },
+  deliveryLatencyMs: { ...handled, what: 'outbox write durable → recipient actor committed the turn (8 echo agents, one request in flight)' },
+  roundTripMs: { ...summarize(lat.roundTripMs), what: 'request durable → reply delivered into the sender inbox' },
+  requestReplyPairsPerSecond: { median: round(median(pairsPerSecond), 0), requests: SATURATION, ratioToRawDurableWrite: round(median(pairsPerSecond) / disk.perSecond, 2) },
+  workerSpawnMs: summarize(spawn),
+  coldStart: { agents: COLD_AGENTS, readyMs: round(coldStartMs, 0) },
+  rssPerAgentMB: round((rssAfter - rssBefore) / COLD_AGENTS / 2 ** 20, 1),
+  targets: {
+    p50AtMost5ms: handled.p50 <= 5,
+    p99AtMost25ms: handled.p99 <= 25,
+    atLeast1000PairsPerSecond: median(pairsPerSecond) >= 1_000,
+    hundredAgentsReadyIn10s: coldStartMs <= 10_000,
+    atMost30MBPerAgent: (rssAfter - rssBefore) / COLD_AGENTS / 2 ** 20 <= 30,
+  },
+};
+process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+fs.rmSync(base, { recursive: true, force: true });

@@ -1,0 +1,58 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { agentPaths } from '../layout/paths.ts';
+import { sweepTempFiles } from '../fs/atomic.ts';
+import { parseMessage, parseMessageText, type HiveMessage } from '../protocol/message.ts';
+import { writeOutbox } from '../queue/outbox.ts';
+import { moveToDone } from '../queue/inbox.ts';
+import { commitCursor, readCursor } from '../queue/cursor.ts';
+import type { PersistedAgentContext } from '../../machines/agent.ts';
+import { readStateFile } from './state-store.ts';
+
+export interface Restored {
+  context: PersistedAgentContext;
+  from: 'state' | 'fresh';
+  /** The commit number restored from (0 before the first commit). */
+  commit: number;
+  /** Messages of the last committed turn that had to be written again. */
+  reemitted: number;
+}
+
+function isIntact(file: string, id: string): boolean {
+  try {
+    const r = parseMessageText(fs.readFileSync(file, 'utf8'));
+    return r.ok && r.message.id === id;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Brings an agent's folder back to its last commit after a crash and returns the context
+ * to restore the actor from: temp files swept, the last turn's messages re-written where
+ * missing or torn, processed inbox entries moved to .done, cursor.json mirrored.
+ */
+export function restoreAgentState(root: string, agentId: string, doneCap: number): Restored {
+  const p = agentPaths(root, agentId);
+  for (const dir of [p.dir, p.outbox, p.inbox, p.sent, p.done]) sweepTempFiles(dir);
+  const state = readStateFile(root, agentId);
+  if (!state) {
+    let cursor = 0;
+    try {
+      cursor = readCursor(root, agentId);
+    } catch {
+      cursor = 0;
+    }
+    moveToDone(root, agentId, cursor, doneCap);
+    return { context: { agentId, cursor, handled: 0, turns: 0, brainState: null, timers: [] }, from: 'fresh', commit: 0, reemitted: 0 };
+  }
+  const missing = state.lastTurn.messages
+    .map((m) => parseMessage(m))
+    .filter((r): r is { ok: true; message: HiveMessage } => r.ok)
+    .map((r) => r.message)
+    .filter((m) => !isIntact(path.join(p.outbox, `${m.id}.json`), m.id) && !fs.existsSync(path.join(p.sent, `${m.id}.json`)));
+  if (missing.length > 0) writeOutbox(root, missing);
+  moveToDone(root, agentId, state.cursor, doneCap);
+  commitCursor(root, agentId, state.cursor, { durable: false });
+  return { context: { ...state.snapshot.context, cursor: state.cursor }, from: 'state', commit: state.commit, reemitted: missing.length };
+}
