@@ -11,7 +11,7 @@ import {
 import type { ActorInfo, AgentSettings, HostedAgentSpec, WorkerEvent } from '../../actors/protocol.ts';
 import type { Brain, BrainInput } from '../brains/types.ts';
 import { agentPaths } from '../layout/paths.ts';
-import { createFsTransport } from '../queue/fs-transport.ts';
+import { readInboxRejecting } from '../queue/inbox.ts';
 import { deadLetterData, relativeToHive } from '../queue/dead-letter.ts';
 import { commitCursor } from '../queue/cursor.ts';
 import { appendEvent } from '../log/event-log.ts';
@@ -62,7 +62,6 @@ export interface AgentActorOptions {
 export class AgentActor {
   readonly id: string;
   private readonly clock: Clock;
-  private readonly transport;
   private actor: Actor<typeof agentMachine> | null = null;
   private inflight: InflightMarker | null = null;
   private marker: MarkerFile | null = null;
@@ -80,7 +79,6 @@ export class AgentActor {
   constructor(private readonly o: AgentActorOptions) {
     this.id = o.spec.id;
     this.clock = o.clock ?? realClock;
-    this.transport = createFsTransport(o.root, { doneCap: o.settings.doneCap });
   }
 
   /** Restores from state.json (re-emitting the last turn if needed) and starts the machine. */
@@ -240,7 +238,7 @@ export class AgentActor {
     const now = this.clock.now();
     const due = timers.filter((t) => t.at <= now);
     const batch = this.o.spec.turnBatch ?? this.o.settings.turnBatch;
-    const read = await this.transport.read(this.id, cursor, batch);
+    const read = readInboxRejecting(this.o.root, this.id, cursor, batch);
     const entries: WorkEntry[] = [];
     for (const e of read) {
       if (e.seq !== cursor + 1 + entries.length) break;

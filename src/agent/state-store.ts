@@ -1,26 +1,28 @@
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { agentPaths } from '../layout/paths.ts';
-import { readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
+import { fsyncDir, readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
 
 /**
  * An agent's committed state: `state.json` (a checkpoint, replaced atomically) plus
- * `state.wal` (commits since the checkpoint, one line each, appended and fdatasync'ed).
+ * `state.wal` (commits since the checkpoint).
  *
  * A commit is one line `<digest> <json>\n` holding the whole persisted context (cursor,
- * brain state, durable timers) and the turn's outgoing messages. The newest valid line
- * wins; a torn or garbled last line fails its digest and is ignored (that turn was never
- * committed, so none of its effects were written). Each line is self-contained, so
- * nothing is replayed: restore reads the last one.
+ * brain state, durable timers) and the turn's outgoing messages, written with one pwrite
+ * and one fdatasync. The valid line with the highest commit number wins; a torn line
+ * fails its digest and is ignored (that turn was never committed, so none of its effects
+ * were written). Lines are self-contained: restore replays nothing, it reads one.
  *
- * Why a log and not a rewrite of state.json per turn: on the reference disk an append
- * plus fdatasync costs ~0.26 ms, a temp file + fsync + rename + directory fsync ~0.66 ms
- * plus the file creation. When the log passes `checkpointBytes`, the state is written to
- * state.json atomically and the log is emptied (crash between: the log's lines carry
- * commit numbers ≤ the checkpoint's and are skipped).
+ * The log is preallocated (`walBytes`, zero-filled and fsynced once) and written in
+ * place, so a commit changes no metadata and fdatasync is a pure data flush: ~0.17 ms on
+ * the reference disk, against ~0.26 ms for an append (the size changes, so the journal
+ * commits) and ~0.66 ms for a temp file + fsync + rename + directory fsync. When the next
+ * line does not fit, the state is checkpointed into state.json atomically and writing
+ * starts again at offset 0; older lines carry commit numbers ≤ the checkpoint's and are
+ * skipped.
  */
 
 export interface StateFile {
@@ -38,24 +40,39 @@ function digest(json: string): string {
   return createHash('sha256').update(json).digest('hex').slice(0, 16);
 }
 
-function readWalTail(file: string, agentId: string, after: number): StateFile | undefined {
-  let text: string;
+interface WalScan {
+  best: StateFile | undefined;
+  /** Offset just after the best line (where the next commit goes). */
+  end: number;
+}
+
+function scanWal(file: string, agentId: string, after: number): WalScan {
+  let buf: Buffer;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    buf = fs.readFileSync(file);
   } catch {
-    return undefined;
+    return { best: undefined, end: 0 };
   }
   let best: StateFile | undefined;
-  for (const line of text.split('\n')) {
-    if (line === '') continue;
-    const space = line.indexOf(' ');
-    const json = line.slice(space + 1);
-    if (space !== 16 || digest(json) !== line.slice(0, 16)) break; // torn tail: stop
-    const record = JSON.parse(json) as StateFile;
-    if (record.agent !== agentId) break;
-    if (record.commit > after) best = record;
+  let end = 0;
+  let start = 0;
+  while (start < buf.length) {
+    let nl = buf.indexOf(10, start);
+    if (nl < 0) nl = buf.length;
+    if (nl - start > 17 && buf[start] !== 0) {
+      const line = buf.toString('utf8', start, nl);
+      const json = line.slice(17);
+      if (line[16] === ' ' && digest(json) === line.slice(0, 16)) {
+        const record = JSON.parse(json) as StateFile;
+        if (record.agent === agentId && record.commit > after && record.commit > (best?.commit ?? -1)) {
+          best = record;
+          end = nl + 1;
+        }
+      }
+    }
+    start = nl + 1;
   }
-  return best;
+  return { best, end };
 }
 
 function validate(data: StateFile | undefined, file: string, agentId: string): StateFile | undefined {
@@ -75,53 +92,89 @@ export function readStateFile(root: string, agentId: string): StateFile | undefi
   } catch (err) {
     throw new HiveError('E_IO', `Cannot read ${p.state}: ${(err as Error).message}`, { cause: err });
   }
-  return readWalTail(p.stateWal, agentId, checkpoint?.commit ?? -1) ?? checkpoint;
+  return scanWal(p.stateWal, agentId, checkpoint?.commit ?? -1).best ?? checkpoint;
 }
 
-/** Appends commits for one agent. One writer per agent (the actor that owns it). */
+/** Writes commits for one agent. One writer per agent (the actor that owns it). */
 export class StateStore {
   private fd: number | null = null;
-  private walBytes = 0;
+  private offset = 0;
   private commit: number;
   private readonly p;
 
   constructor(
-    root: string,
+    private readonly root: string,
     readonly agentId: string,
     lastCommit: number,
-    private readonly checkpointBytes = 256 * 1024,
+    private readonly walBytes = 64 * 1024,
   ) {
     this.p = agentPaths(root, agentId);
     this.commit = lastCommit;
   }
 
-  /** Commits `next` and the turn's messages durably (append + fdatasync). */
+  /** Commits `next` and the turn's messages durably (one pwrite + fdatasync). */
   append(next: PersistedAgentContext, messages: HiveMessage[]): StateFile {
     const record = this.record(next, messages);
     const json = JSON.stringify(record);
-    const line = `${digest(json)} ${json}\n`;
-    if (this.fd === null) {
-      this.fd = fs.openSync(this.p.stateWal, 'a');
-      this.walBytes = fs.fstatSync(this.fd).size;
+    const line = Buffer.from(`${digest(json)} ${json}\n`);
+    if (line.length > this.walBytes / 2) {
+      this.checkpoint(record);
+      return record;
     }
-    fs.writeSync(this.fd, line);
-    fs.fdatasyncSync(this.fd);
-    this.walBytes += Buffer.byteLength(line);
-    if (this.walBytes > this.checkpointBytes) this.checkpoint(record);
+    const fd = this.open();
+    if (this.offset + line.length > this.walBytes) {
+      this.checkpoint(record);
+      return record;
+    }
+    fs.writeSync(fd, line, 0, line.length, this.offset);
+    fs.fdatasyncSync(fd);
+    this.offset += line.length;
     return record;
   }
 
-  /** Writes `record` as state.json atomically and empties the log. */
+  /** Writes `record` as state.json atomically; the log starts again at offset 0. */
   checkpoint(record: StateFile): void {
     writeJsonAtomic(this.p.state, record);
-    this.close();
-    fs.truncateSync(this.p.stateWal, 0);
-    this.walBytes = 0;
+    this.offset = 0;
   }
 
   close(): void {
     if (this.fd !== null) fs.closeSync(this.fd);
     this.fd = null;
+  }
+
+  /** Opens the log, creating and preallocating it on first use, and finds the write offset. */
+  private open(): number {
+    if (this.fd !== null) return this.fd;
+    let size = -1;
+    try {
+      size = fs.statSync(this.p.stateWal).size;
+    } catch {
+      size = -1;
+    }
+    if (size !== this.walBytes) {
+      const tmp = `${this.p.stateWal}.prealloc`;
+      fs.writeFileSync(tmp, Buffer.alloc(this.walBytes));
+      const tfd = fs.openSync(tmp, 'r+');
+      fs.fsyncSync(tfd);
+      fs.closeSync(tfd);
+      // Keep committed lines of an older log (another size) by checkpointing them first.
+      const current = readStateFile(this.root, this.agentId);
+      if (current && size > 0) writeJsonAtomic(this.p.state, current);
+      fs.renameSync(tmp, this.p.stateWal);
+      fsyncDir(this.p.dir);
+      this.offset = 0;
+    } else {
+      let checkpointCommit = -1;
+      try {
+        checkpointCommit = readJsonFile<StateFile>(this.p.state)?.commit ?? -1;
+      } catch {
+        checkpointCommit = -1;
+      }
+      this.offset = scanWal(this.p.stateWal, this.agentId, checkpointCommit).end;
+    }
+    this.fd = fs.openSync(this.p.stateWal, 'r+');
+    return this.fd;
   }
 
   private record(next: PersistedAgentContext, messages: HiveMessage[]): StateFile {

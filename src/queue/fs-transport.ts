@@ -1,11 +1,11 @@
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
 import type { HiveMessage } from '../protocol/message.ts';
-import { readInbox, type InboxEntry } from './inbox.ts';
+import { readInboxRejecting, type InboxEntry } from './inbox.ts';
 import { deliver } from './inbox-deliver.ts';
 import { encodeMessage, markSent, readOutbox, writeOutbox } from './outbox.ts';
 import { commitCursor, readCursor } from './cursor.ts';
-import { deadLetterFile, relativeToHive, type DeadLetterReason } from './dead-letter.ts';
+import { deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
 import type { PendingItem, Transport } from './transport.ts';
 
 export interface FsTransportOptions {
@@ -47,15 +47,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
       return deliver(root, recipient, messages, { doneCap, sourceOf: (m) => sources.get(m) });
     },
     async read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]> {
-      const { entries, rejected } = readInbox(root, recipient, afterSeq, limit);
-      for (const r of rejected) {
-        deadLetterFile(root, r.file, {
-          error: r.error.message,
-          code: r.error.code,
-          source: relativeToHive(root, r.file),
-        });
-      }
-      return entries;
+      return readInboxRejecting(root, recipient, afterSeq, limit);
     },
     async cursor(recipient: string) {
       return readCursor(root, recipient);

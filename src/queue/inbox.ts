@@ -5,6 +5,7 @@ import { listDir } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import { parseMessageText, type HiveMessage } from '../protocol/message.ts';
 import { noteAdded } from '../fs/capped.ts';
+import { deadLetterFile, relativeToHive } from './dead-letter.ts';
 
 /**
  * The inbox: `agents/<id>/inbox/<seq>-<id>.json`, seq zero-padded to 12 digits.
@@ -96,6 +97,22 @@ export function readInbox(root: string, agentId: string, afterSeq: number, limit
     }
   }
   return { entries, rejected };
+}
+
+/**
+ * Reads pending entries after `afterSeq` and moves anything that is not a valid entry
+ * (a garbage file, a torn or foreign message) to dead-letter/ with its reason.
+ */
+export function readInboxRejecting(root: string, agentId: string, afterSeq: number, limit = Infinity): InboxEntry[] {
+  const { entries, rejected } = readInbox(root, agentId, afterSeq, limit);
+  for (const r of rejected) {
+    try {
+      deadLetterFile(root, r.file, { error: r.error.message, code: r.error.code, source: relativeToHive(root, r.file) });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  return entries;
 }
 
 /** Every entry of an inbox, pending and done, for display (`hive inbox`). */

@@ -9,10 +9,11 @@ import { HiveError } from '../errors.ts';
 
 /**
  * Workers run compiled JavaScript. Measured on Node 20 (2 cores): a worker that
- * registers tsx's loader takes ~175 ms and ~28 MB to start; the same entry bundled
- * by esbuild starts in ~43 ms with ~10 MB. So the supervisor bundles each worker
- * entry (and each TypeScript module brain) once per process into a content-addressed
- * file; workers import that file directly (DESIGN §1: "or run compiled JS").
+ * registers tsx's loader takes ~175 ms and ~28 MB to start; a bundled entry starts in
+ * a fraction of that. So the supervisor bundles each worker entry, dependencies
+ * included (one file to parse instead of hundreds of ESM modules to resolve), and each
+ * TypeScript module brain, once per process into a content-addressed file; workers
+ * import that file directly (DESIGN §1: "or run compiled JS").
  */
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -59,7 +60,8 @@ export function workerEntry(kind: string): Promise<string> {
   const key = `actor:${kind}`;
   let p = built.get(key);
   if (!p) {
-    p = bundle(path.join(REPO, 'actors', `${kind}.ts`), kind, true);
+    // Dependencies bundled too: one file to parse instead of hundreds of modules to resolve.
+    p = bundle(path.join(REPO, 'actors', `${kind}.ts`), kind, false);
     built.set(key, p);
     p.catch(() => built.delete(key));
   }
