@@ -6,11 +6,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createHive, type Hive } from '../src/hive.ts';
-import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
+import { createMessage } from '../src/protocol/message.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
+import { spawn as spawnProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { rawDurableWriteRate } from './bench/disk.ts';
 import { median, round, summarize } from './bench/stats.ts';
 
+const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 300);
 const SATURATION = Number(process.env.BENCH_REQUESTS ?? 4_000);
 const COLD_AGENTS = Number(process.env.BENCH_COLD_AGENTS ?? 100);
@@ -59,24 +62,23 @@ async function latency(hive: Hive): Promise<{ handledMs: number[]; roundTripMs: 
   return { handledMs, roundTripMs };
 }
 
+/** Saturation: a client process writes requests as fast as it can; count replies. */
 async function saturation(hive: Hive): Promise<number> {
   let replies = 0;
   const done = new Promise<void>((resolve) => {
-    hive.on('delivered', (d) => {
-      if (d.agent === 'client' && ++replies === SATURATION) resolve();
+    const off = hive.on('delivered', (d) => {
+      if (d.agent === 'client' && ++replies === SATURATION) {
+        off();
+        resolve();
+      }
     });
   });
   const t0 = performance.now();
-  for (let i = 0; i < SATURATION; i += 100) {
-    const batch: HiveMessage[] = Array.from({ length: Math.min(100, SATURATION - i) }, (_, k) =>
-      createMessage({ from: 'client', to: `echo-${(i + k) % 8}`, act: 'request', body: `load ${i + k}` }),
-    );
-    writeOutbox(hive.root, batch);
-    hive.supervisor.kickRouter();
-    await new Promise((r) => setImmediate(r));
-  }
+  const child = spawnProcess(process.execPath, ['--import', 'tsx', path.join(HERE, 'bench', 'client.ts'), hive.root, String(SATURATION), '8', '50'], { stdio: ['ignore', 'ignore', 'inherit'] });
   await done;
-  return (SATURATION / (performance.now() - t0)) * 1000;
+  const elapsed = performance.now() - t0;
+  await new Promise((r) => (child.exitCode === null ? child.once('exit', r) : r(null)));
+  return (SATURATION / elapsed) * 1000;
 }
 
 async function spawnTimes(hive: Hive, n: number): Promise<number[]> {

@@ -15,7 +15,11 @@ export class MarkerFile {
   ) {}
 
   write(value: unknown): void {
-    const text = JSON.stringify(value);
+    this.writeText(JSON.stringify(value));
+  }
+
+  /** Writes `text` (one line, no newline) padded to the record size. */
+  writeText(text: string): void {
     if (text.length >= this.size) throw new Error(`marker ${this.file}: record of ${text.length} bytes exceeds ${this.size}`);
     if (this.fd === null) this.fd = fs.openSync(this.file, fs.existsSync(this.file) ? 'r+' : 'w+');
     const buf = Buffer.alloc(this.size, 0x20);

@@ -10,6 +10,7 @@ import { encodeMessage } from './outbox.ts';
 import { readCursor } from './cursor.ts';
 import { DEFAULT_DONE_CAP, inboxFileName, parseInboxName } from './inbox.ts';
 import { recoverDeadLock, writeOwner } from '../lock/owner.ts';
+import { MarkerFile } from '../fs/marker.ts';
 
 /**
  * Delivery into an inbox: gap-free sequence numbers assigned under the inbox lock
@@ -47,12 +48,29 @@ interface InboxIndex {
 /** Per-process cache of each inbox's last seq and known ids, keyed by inbox folder. */
 const indexCache = new Map<string, InboxIndex>();
 
+/** `.head` tokens are rewritten in place through an open descriptor (see MarkerFile). */
+const heads = new Map<string, MarkerFile>();
+
 function readHead(p: AgentPaths): string | null {
   try {
-    return fs.readFileSync(p.inboxHead, 'utf8');
+    return fs.readFileSync(p.inboxHead, 'utf8').trim();
   } catch {
     return null;
   }
+}
+
+function writeHead(p: AgentPaths, token: string): void {
+  let marker = heads.get(p.inbox);
+  if (!marker) {
+    if (heads.size >= 256) {
+      const [oldest, m] = heads.entries().next().value as [string, MarkerFile];
+      m.close();
+      heads.delete(oldest);
+    }
+    marker = new MarkerFile(p.inboxHead, 64);
+    heads.set(p.inbox, marker);
+  }
+  marker.writeText(token);
 }
 
 function loadIndex(root: string, p: AgentPaths): InboxIndex {
@@ -287,8 +305,8 @@ export async function deliver(root: string, agentId: string, messages: HiveMessa
       }
       index.lastSeq = seq;
       for (const id of fresh) rememberId(index, id, doneCap);
-      index.token = `${seq} ${process.pid} ${randomBytes(6).toString('hex')}`;
-      fs.writeFileSync(p.inboxHead, index.token);
+      index.token = `${seq}-${process.pid}-${randomBytes(6).toString('hex')}`;
+      writeHead(p, index.token);
       return outcomes;
     },
     options,
