@@ -11,10 +11,13 @@ import { AgentActor } from '../src/agent/agent-actor.ts';
 import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 import { appendEvent } from '../src/log/event-log.ts';
+import { startWorkerTelemetry } from '../src/telemetry/worker.ts';
 
 const init = workerData as WorkerInit;
 const actors = new Map<string, AgentActor>();
 let routerPort: MessagePort | null = null;
+/** This worker's own tracer provider (null: telemetry off, no SDK loaded). */
+const telemetry = await startWorkerTelemetry(init.telemetry);
 
 /** Events go to the supervisor; outbox writes go straight to the router when linked. */
 const emit = (event: WorkerEvent) => {
@@ -47,6 +50,7 @@ async function startOne(spec: HostedAgentSpec): Promise<ActorInfo> {
     settings: init.agentSettings!,
     emit,
     onFatal: crash,
+    tracer: telemetry?.tracer ?? null,
   });
   actors.set(spec.id, actor);
   const info = await actor.start();
@@ -81,6 +85,7 @@ const api: AgentHostApi = {
   },
   async stopAll(graceMs) {
     await Promise.all([...actors.values()].map((a) => a.stop(graceMs)));
+    await telemetry?.forceFlush().catch(() => undefined);
   },
   status() {
     return [...actors.values()].map((a) => a.info());

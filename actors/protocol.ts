@@ -11,6 +11,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { BrainSpec } from '../src/config/schema.ts';
 import type { DurableTimer } from '../machines/agent.ts';
+import type { WorkerTelemetryInit } from '../src/telemetry/worker.ts';
 
 export type HostKind = 'agent-host' | 'router-host';
 
@@ -40,6 +41,8 @@ export interface WorkerInit {
   events: MessagePort;
   agentSettings?: AgentSettings;
   routerSettings?: RouterSettingsInit;
+  /** Set when telemetry is on: the worker starts its own tracer provider. */
+  telemetry?: WorkerTelemetryInit;
 }
 
 /** An agent as a host starts it. */
@@ -117,6 +120,16 @@ export interface Delivery {
   conversation: string;
 }
 
+/** What the inspector shows of an agent's context (coalesced: at most 4 a second per actor). */
+export interface ActorContextSummary {
+  cursor: number;
+  handled: number;
+  turns: number;
+  timers: { name: string; at: number }[];
+  /** The brain's state as JSON, cut to 2,000 characters. */
+  brainState: string;
+}
+
 /** One-way events from workers to the supervisor. */
 export type WorkerEvent =
   | { type: 'host.ready'; hostId: string; threadId: number }
@@ -137,6 +150,7 @@ export type WorkerEvent =
   | { type: 'outbox.written'; agent: string; count: number }
   | { type: 'router.delivered'; deliveries: Delivery[]; latenciesMs: number[] }
   | { type: 'router.rejected'; items: { sender: string; ref: string; error: string; code?: string }[] }
-  | { type: 'router.state'; value: string };
+  | { type: 'router.state'; value: string }
+  | { type: 'actor.context'; agent: string; context: ActorContextSummary };
 
 export const READY: WorkerEvent['type'] = 'host.ready';

@@ -9,18 +9,26 @@ import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { createActor, fromPromise } from 'xstate';
 import { watch, type FSWatcher } from 'chokidar';
 import type { RouterHostApi, RouterLinkMessage, WorkerEvent, WorkerInit } from './protocol.ts';
+import type { HiveMessage } from '../src/protocol/message.ts';
+import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
 import { routerMachine } from '../machines/router.ts';
 import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { createDirectoryCache, routeOnce } from '../src/router/route.ts';
 import { hivePaths } from '../src/layout/paths.ts';
 import { releaseInboxLocks } from '../src/queue/inbox-deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
+import { startWorkerTelemetry } from '../src/telemetry/worker.ts';
+import { endWithError, startDeliver, startRoute } from '../src/telemetry/spans.ts';
+import type { Span } from '@opentelemetry/api';
 
 const init = workerData as WorkerInit;
 const settings = init.routerSettings!;
 const emit = (event: WorkerEvent) => init.events.postMessage(event);
 const transport = createFsTransport(init.root, { sentCap: settings.sentCap, doneCap: settings.doneCap });
 const directory = createDirectoryCache(init.root);
+/** This worker's own tracer provider (null: telemetry off, no SDK loaded). */
+const telemetry = await startWorkerTelemetry(init.telemetry);
+const tracer = telemetry?.tracer ?? null;
 
 /**
  * Which outboxes to scan next pass. Senders report their writes (`kick`), file events
@@ -52,6 +60,8 @@ const machine = routerMachine.provide({
   actors: {
     routePass: fromPromise(async () => {
       const latenciesMs: number[] = [];
+      // Route spans by message id, ended when every recipient has it (or at the end of the pass).
+      const routeSpans = new Map<string, { span: Span | null; left: number }>();
       const senders = scanAll ? undefined : dirty;
       scanAll = false;
       dirty = new Set();
@@ -61,8 +71,29 @@ const machine = routerMachine.provide({
         directory: directory(),
         ...(senders ? { senders } : {}),
         settings: { hopCap: settings.hopCap, batchPerSender: settings.batchPerSender },
-        onDelivered: (m) => latenciesMs.push(Date.now() - Date.parse(m.created_at)),
+        onDelivered: (m, agent, _seq, startedAt) => {
+          latenciesMs.push(Date.now() - Date.parse(m.created_at));
+          if (!tracer) return;
+          const r = routeSpans.get(m.id);
+          startDeliver(tracer, r?.span ?? null, m, agent, startedAt)?.end();
+          if (r && --r.left <= 0) {
+            r.span?.end();
+            routeSpans.delete(m.id);
+          }
+        },
+        ...(tracer
+          ? {
+              onRouted: (m: HiveMessage, recipients: string[]) => {
+                routeSpans.get(m.id)?.span?.end();
+                routeSpans.set(m.id, { span: startRoute(tracer, m, recipients), left: recipients.length });
+              },
+              onRejected: (m: HiveMessage | null, reason: DeadLetterReason) => {
+                if (m) endWithError(startRoute(tracer, m, []), reason.error);
+              },
+            }
+          : {}),
       });
+      for (const r of routeSpans.values()) r.span?.end(); // duplicates: already delivered earlier
       if (report.delivered.length > 0) {
         wakeRecipients([...new Set(report.delivered.map((d) => d.agent))]);
         emit({ type: 'router.delivered', deliveries: report.delivered, latenciesMs });
@@ -161,6 +192,7 @@ const api: RouterHostApi = {
       actor.subscribe({ next: (s) => s.status !== 'active' && resolve(), complete: () => resolve() });
     });
     await releaseInboxLocks();
+    await telemetry?.forceFlush().catch(() => undefined);
   },
   status() {
     const s = actor.getSnapshot();

@@ -3,6 +3,7 @@ import type { RegistryEntry } from './registry/registry.ts';
 import type { HiveMessage, HiveMessageInput } from './protocol/message.ts';
 import { Supervisor, type ActorStatus } from './supervisor/supervisor.ts';
 import type { HiveEventMap, HiveEventName } from './supervisor/events.ts';
+import type { ObserveOptions } from './telemetry/observer.ts';
 
 /** A running (or startable) hive. */
 export interface Hive {
@@ -37,9 +38,9 @@ function isParsed(config: HiveConfigInput | HiveConfig): config is HiveConfig {
  * hive.on('processed', (e) => console.log(e.agent, e.sent));
  * await hive.send({ from: 'god', to: 'echo', act: 'request', body: 'ping' });
  */
-export function createHive(config: HiveConfigInput | HiveConfig, options: { configDir?: string } = {}): Hive {
+export function createHive(config: HiveConfigInput | HiveConfig, options: { configDir?: string; observe?: ObserveOptions } = {}): Hive {
   const parsed = isParsed(config) ? config : parseConfig(config, options.configDir ?? process.cwd());
-  const supervisor = new Supervisor(parsed);
+  const supervisor = new Supervisor(parsed, options.observe ?? {});
   return {
     root: parsed.root,
     config: parsed,

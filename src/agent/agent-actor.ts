@@ -24,6 +24,9 @@ import { restoreAgentState } from './restore.ts';
 import { StateStore } from './state-store.ts';
 import type { MarkerFile } from '../fs/marker.ts';
 import { encodeMessage, writeOutbox } from '../queue/outbox.ts';
+import type { Span, Tracer } from '@opentelemetry/api';
+import { contextWith, endWithError, startHandle, startSend } from '../telemetry/spans.ts';
+import { ContextReporter } from './context-report.ts';
 
 /** Time source and timers, injectable for tests. */
 export interface Clock {
@@ -51,6 +54,8 @@ export interface AgentActorOptions {
   /** Called when the actor failed (brain threw, disk error): the host lets the worker crash. */
   onFatal: (error: unknown) => void;
   clock?: Clock;
+  /** Spans for handle/send (null or absent: telemetry off). */
+  tracer?: Tracer | null;
 }
 
 /**
@@ -75,6 +80,9 @@ export class AgentActor {
   private lastValue = 'idle';
   private turnStart = 0;
   private thinkStart = 0;
+  /** Send spans of the turn being committed (ended once the messages are durable). */
+  private sendSpans: Span[] = [];
+  private contextReport: ContextReporter | null = null;
 
   constructor(private readonly o: AgentActorOptions) {
     this.id = o.spec.id;
@@ -102,6 +110,7 @@ export class AgentActor {
       context: { ...restored.context, work: null, result: null, wakePending: true, stopRequested: false } satisfies AgentContext,
     });
     this.actor = createActor(machine, { snapshot, input: { agentId: this.id } });
+    this.contextReport = new ContextReporter(this.id, this.o.emit, this.clock);
     this.actor.subscribe({
       next: (s) => this.onSnapshot(String(s.value), s.context),
       error: (err) => {
@@ -181,6 +190,7 @@ export class AgentActor {
       this.lastValue = value;
       this.o.emit({ type: 'actor.state', agent: this.id, value, cursor: context.cursor, handled: context.handled });
     }
+    this.contextReport?.changed(context);
     if (value === 'idle') {
       this.armTimer(context.timers);
       this.scheduleMirror();
@@ -228,6 +238,7 @@ export class AgentActor {
 
   private clearTimers(): void {
     for (const h of [this.timerHandle, this.pollHandle, this.mirrorHandle]) if (h !== null) this.clock.clearTimeout(h);
+    this.contextReport?.cancel();
     this.timerHandle = this.pollHandle = this.mirrorHandle = null;
   }
 
@@ -286,17 +297,34 @@ export class AgentActor {
       ...work.timers.map((timer) => ({ kind: 'timer' as const, timer })),
       ...work.entries.map((e) => ({ kind: 'message' as const, seq: e.seq, message: e.message })),
     ];
+    const tracer = this.o.tracer ?? null;
     for (const input of inputs) {
       const now = this.clock.now();
-      const out = await this.o.brain.handle({
-        input,
-        agent: { id: this.id, name: this.o.spec.name, role: this.o.spec.role },
-        state,
-        now,
-        root: this.o.root,
-        agentDir: p.dir,
-      });
+      const handleSpan = input.kind === 'message' ? startHandle(tracer, input.message, this.id, input.seq) : null;
+      let out;
+      try {
+        out = await this.o.brain.handle({
+          input,
+          agent: { id: this.id, name: this.o.spec.name, role: this.o.spec.role },
+          state,
+          now,
+          root: this.o.root,
+          agentDir: p.dir,
+        });
+      } catch (err) {
+        endWithError(handleSpan, errorMessage(err));
+        throw err;
+      }
       const composed = composeMessages(this.id, input, out.messages ?? [], now);
+      if (tracer) {
+        // Each reply gets its own send span (child of this handling), carried in its traceparent.
+        composed.messages = composed.messages.map((m) => {
+          const sent = startSend(tracer, m, input.kind === 'message' ? contextWith(handleSpan) : undefined);
+          if (sent.span) this.sendSpans.push(sent.span);
+          return sent.message;
+        });
+      }
+      handleSpan?.end();
       for (const bad of composed.invalid) {
         deadLetterData(this.o.root, `draft-from-${this.id}.json`, `${JSON.stringify(bad.draft, null, 2)}\n`, {
           error: `Brain of "${this.id}" produced an invalid message: ${bad.error}`,
@@ -319,6 +347,7 @@ export class AgentActor {
     const commitStart = performance.now();
     const work = this.actor?.getSnapshot().context.work;
     this.debt = commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt);
+    for (const span of this.sendSpans.splice(0)) span.end();
     if (messages.length > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: messages.length });
     this.o.emit({
       type: 'actor.processed',

@@ -8,8 +8,10 @@ import { startCommand } from './commands/start.ts';
 import { statusCommand } from './commands/status.ts';
 import { spawnCommand } from './commands/spawn.ts';
 import { stopCommand } from './commands/stop.ts';
+import { logCommand } from './commands/log.ts';
+import { auditCommand } from './commands/audit.ts';
 
-export const COMMANDS: Command[] = [initCommand, startCommand, statusCommand, sendCommand, inboxCommand, spawnCommand, stopCommand];
+export const COMMANDS: Command[] = [initCommand, startCommand, statusCommand, sendCommand, inboxCommand, spawnCommand, stopCommand, logCommand, auditCommand];
 
 function helpText(): string {
   const lines = ['hive — a durable actor runtime for teams of LLM agents', '', 'commands:'];

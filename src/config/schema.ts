@@ -83,6 +83,48 @@ const KickoffSchema = z
   })
   .strict();
 
+// ---- observability (issue 6): telemetry, event log, audit trail, inspector ----------
+
+export const TelemetrySchema = z
+  .object({
+    /** OTLP/HTTP base URL of a collector (e.g. http://127.0.0.1:4318); traces go to /v1/traces. */
+    otlpEndpoint: z.url(),
+    serviceName: z.string().min(1).default('hive'),
+    /** How often buffered spans and metrics are exported, in ms. */
+    exportIntervalMs: positiveInt.default(1_000),
+  })
+  .strict();
+
+export type TelemetryConfig = z.infer<typeof TelemetrySchema>;
+
+export const LogSchema = z
+  .object({
+    /** `log.jsonl` is rotated to `log-<n>.jsonl` once it is larger than this. */
+    maxBytes: positiveInt.default(10 * 1024 * 1024),
+    /** Rotated files kept (the oldest are deleted). */
+    keep: positiveInt.default(5),
+    /** How often the supervisor checks the size, in ms. */
+    checkMs: positiveInt.default(1_000),
+  })
+  .strict();
+
+export const AuditSchema = z
+  .object({
+    enabled: z.boolean().default(true),
+    /** At most one commit per this many ms. */
+    intervalMs: positiveInt.default(3_000),
+  })
+  .strict();
+
+export const InspectorSchema = z
+  .object({
+    /** `hive start` serves the inspector on 127.0.0.1 unless false. */
+    enabled: z.boolean().default(true),
+    /** 0 picks a free port. */
+    port: z.number().int().min(0).max(65_535).default(0),
+  })
+  .strict();
+
 export const HiveConfigSchema = z
   .object({
     root: z.string().min(1),
@@ -128,6 +170,11 @@ export const HiveConfigSchema = z
         turnBatch: 32,
         doneCap: 5_000,
       }),
+    /** OpenTelemetry export; off (no-op API, ~zero cost) when absent. */
+    telemetry: TelemetrySchema.optional(),
+    log: LogSchema.default({ maxBytes: 10 * 1024 * 1024, keep: 5, checkMs: 1_000 }),
+    audit: AuditSchema.default({ enabled: true, intervalMs: 3_000 }),
+    inspector: InspectorSchema.default({ enabled: true, port: 0 }),
     /** Messages sent once when the hive starts (ids are stable, so a restart does not resend). */
     kickoff: z.array(KickoffSchema).default([]),
   })

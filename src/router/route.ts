@@ -178,8 +178,12 @@ export interface RouteContext {
   senders?: Iterable<string>;
   /** Who can receive (default: read from disk). */
   directory?: AgentDirectory;
-  /** Observe each message handed to an inbox (telemetry, latency). */
-  onDelivered?: (message: HiveMessage, agent: string, seq: number) => void;
+  /** Observe each message handed to an inbox (telemetry, latency); `startedAt` is when its inbox write began (epoch ms). */
+  onDelivered?: (message: HiveMessage, agent: string, seq: number, startedAt: number) => void;
+  /** Observe each routing decision to deliver (telemetry). */
+  onRouted?: (message: HiveMessage, recipients: string[]) => void;
+  /** Observe each rejected item (telemetry); the message is null when it could not be read. */
+  onRejected?: (message: HiveMessage | null, reason: DeadLetterReason) => void;
 }
 
 /** Routes everything currently waiting in the given outboxes. */
@@ -214,15 +218,17 @@ export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
       refs.push(item.ref);
       routedRefs.set(sender, refs);
       routeLog.push({ id: item.message!.id, from: sender, to: item.message!.to, recipients: d.recipients });
+      ctx.onRouted?.(item.message!, d.recipients);
     }
   }
 
   for (const [recipient, messages] of byRecipient) {
+    const startedAt = performance.timeOrigin + performance.now();
     const outcomes = await transport.deliver(recipient, messages);
     outcomes.forEach((o, i) => {
       if (o.status === 'delivered') {
         report.delivered.push(deliveryOf(recipient, o.seq, messages[i]!));
-        ctx.onDelivered?.(messages[i]!, recipient, o.seq);
+        ctx.onDelivered?.(messages[i]!, recipient, o.seq, startedAt);
       } else report.duplicates += 1;
     });
   }
@@ -234,6 +240,7 @@ export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
       if (o?.status === 'delivered') report.delivered.push(deliveryOf(GOD_ID, o.seq, notice));
     }
     await transport.reject(r.sender, r.item.ref, r.reason);
+    ctx.onRejected?.(r.item.message ?? null, r.reason);
     report.rejected.push({ sender: r.sender, ref: r.item.ref, reason: r.reason });
   }
 

@@ -26,6 +26,9 @@ import { moduleBrainUrl } from './bundle.ts';
 import { hostIdFor } from './placement.ts';
 import { HiveEvents } from './events.ts';
 import { startControlServer, type ControlServer } from './control.ts';
+import type { ActorContextSummary } from '../../actors/protocol.ts';
+import { HiveObserver, type ObserveOptions } from '../telemetry/observer.ts';
+import { startSend } from '../telemetry/spans.ts';
 
 export interface ActorStatus {
   id: string;
@@ -50,6 +53,8 @@ interface AgentRecord {
   value: string;
   handled: number;
   cursor: number;
+  /** Latest context summary reported by the actor (inspector). */
+  context?: ActorContextSummary;
 }
 
 const ROUTER_HOST = 'router';
@@ -74,8 +79,13 @@ export class Supervisor {
   private started = false;
   private wakeQueue = new Map<string, Set<string>>();
   private wakeScheduled = false;
+  /** Telemetry, event-log rotation, audit trail (issue 6). Null until start. */
+  observer: HiveObserver | null = null;
 
-  constructor(readonly config: HiveConfig) {
+  constructor(
+    readonly config: HiveConfig,
+    private readonly observe: ObserveOptions = {},
+  ) {
     this.root = config.root;
   }
 
@@ -91,6 +101,9 @@ export class Supervisor {
       await ensureHive(this.root);
       for (const a of this.config.agents) await ensureAgent(this.root, { id: a.id, name: a.name ?? a.id, role: a.role ?? 'agent', brain: a.brain }, 'config');
       this.sweepOrphans();
+      this.observer = await HiveObserver.start(this.config, this.observe, () =>
+        this.status().flatMap((s) => (s.kind === 'router' ? [] : [{ agent: s.id, depth: s.inboxDepth }])),
+      );
       const registry = readRegistry(this.root);
       const hostOf = new Map(this.config.agents.map((a) => [a.id, a.host]));
       for (const entry of Object.values(registry.agents)) {
@@ -128,6 +141,7 @@ export class Supervisor {
     await this.router?.stop();
     await Promise.all([...this.hosts.values()].map((h) => h.stop()));
     appendEvent(this.root, { type: 'hive.stopped', pid: process.pid });
+    await this.observer?.close();
     await this.lock?.release();
     this.lock = null;
   }
@@ -154,6 +168,7 @@ export class Supervisor {
     const record: AgentRecord = { entry, brain, hostId: null, value: 'starting', handled: 0, cursor: committedCursor(this.root, spec.id) };
     this.agents.set(spec.id, record);
     appendEvent(this.root, { type: 'actor.spawned', agent: spec.id, brain: brain.kind });
+    this.observer?.note(`spawned ${spec.id}`);
     if (!this.isRunnable(entry, brain)) return entry;
     const hostId = hostIdFor({ id: spec.id, host: spec.host }, this.config.supervisor.agentsPerWorker, this.members);
     record.hostId = hostId;
@@ -192,6 +207,7 @@ export class Supervisor {
     }
     record.value = 'stopped';
     appendEvent(this.root, { type: 'actor.stopped', agent: id });
+    this.observer?.note(`stopped ${id}`);
     this.events.emit('stopped', { agent: id });
   }
 
@@ -202,9 +218,11 @@ export class Supervisor {
     if (!fs.existsSync(agentPaths(this.root, r.message.from).dir)) {
       throw new HiveError('E_UNKNOWN_AGENT', `Sender "${r.message.from}" is not an agent of ${this.root}`);
     }
-    writeOutbox(this.root, [r.message]);
-    this.kickRouter([r.message.from]);
-    return r.message;
+    const { message, span } = startSend(this.observer?.tracer ?? null, r.message);
+    writeOutbox(this.root, [message]);
+    span?.end();
+    this.kickRouter([message.from]);
+    return message;
   }
 
   status(): ActorStatus[] {
@@ -284,7 +302,12 @@ export class Supervisor {
     const child = new HostChild<AgentHostApi>(hostId, this.config.supervisor.restart, {
       start: async () => {
         const specs = await Promise.all((this.members.get(hostId) ?? []).map((id) => this.hostedSpec(id)));
-        const handle = await WorkerHandle.start<AgentHostApi>('agent-host', { hostId, root: this.root, agentSettings: this.agentSettings() }, (e) => this.onWorkerEvent(e));
+        const telemetry = this.observer?.workerTelemetry(hostId, this.members.get(hostId) ?? []);
+        const handle = await WorkerHandle.start<AgentHostApi>(
+          'agent-host',
+          { hostId, root: this.root, agentSettings: this.agentSettings(), ...(telemetry ? { telemetry } : {}) },
+          (e) => this.onWorkerEvent(e),
+        );
         try {
           await handle.call((api) => api.startActors(specs));
         } catch (err) {
@@ -302,6 +325,7 @@ export class Supervisor {
       onRestarted: (info) => {
         const agents = this.members.get(hostId) ?? [];
         appendEvent(this.root, { type: 'actor.restarted', host: hostId, agents, restarts: info.restarts, thread: info.threadId });
+        this.observer?.restarted(hostId);
         this.events.emit('restarted', { host: hostId, agents, restarts: info.restarts, threadId: info.threadId });
       },
       onFailed: (info) => void this.onHostFailed(hostId, info),
@@ -314,12 +338,14 @@ export class Supervisor {
     const r = this.config.router;
     this.router = new HostChild<RouterHostApi>(ROUTER_HOST, this.config.supervisor.restart, {
       start: async () => {
+        const telemetry = this.observer?.workerTelemetry(ROUTER_HOST, []);
         const handle = await WorkerHandle.start<RouterHostApi>(
           'router-host',
           {
             hostId: ROUTER_HOST,
             root: this.root,
             routerSettings: { pollMs: r.pollMs, hopCap: r.hopCap, batchPerSender: r.batchPerSender, sentCap: r.sentCap, doneCap: this.config.supervisor.doneCap, watch: true },
+            ...(telemetry ? { telemetry } : {}),
           },
           (e) => this.onWorkerEvent(e),
         );
@@ -334,6 +360,7 @@ export class Supervisor {
       onCrashed: (info) => this.onHostCrashed(ROUTER_HOST, info),
       onRestarted: (info) => {
         appendEvent(this.root, { type: 'actor.restarted', host: ROUTER_HOST, restarts: info.restarts, thread: info.threadId });
+        this.observer?.restarted(ROUTER_HOST);
         this.events.emit('restarted', { host: ROUTER_HOST, agents: [], restarts: info.restarts, threadId: info.threadId });
       },
       onFailed: (info) => void this.onHostFailed(ROUTER_HOST, info),
@@ -372,6 +399,7 @@ export class Supervisor {
       const rec = this.agents.get(id);
       if (rec) rec.entry.status = 'failed';
     }
+    this.observer?.note(`${hostId} failed`);
     const what = agents.length > 0 ? `agent(s) ${agents.join(', ')}` : hostId;
     const notice = godNotice(
       'failed',
@@ -390,7 +418,13 @@ export class Supervisor {
   }
 
   private onWorkerEvent(e: WorkerEvent): void {
+    this.observer?.onWorkerEvent(e);
     switch (e.type) {
+      case 'actor.context': {
+        const r = this.agents.get(e.agent);
+        if (r) r.context = e.context;
+        break;
+      }
       case 'router.delivered':
         for (const d of e.deliveries) {
           this.queueWake(d.agent);

@@ -65,7 +65,7 @@ export class WorkerHandle<Api> {
     const channel = new MessageChannel();
     const worker = new Worker(file, {
       workerData: { ...init, kind, events: channel.port2 } satisfies WorkerInit,
-      transferList: [channel.port2],
+      transferList: init.telemetry?.relay ? [channel.port2, init.telemetry.relay] : [channel.port2],
       execArgv: workerExecArgv(),
     });
     let handle: WorkerHandle<Api> | null = null;

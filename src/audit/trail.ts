@@ -1,0 +1,150 @@
+import { appendEvent } from '../log/event-log.ts';
+import { errorMessage } from '../errors.ts';
+import { ensureRepo, git } from './git.ts';
+import { recoverIndexLock } from './index-lock.ts';
+
+export interface AuditOptions {
+  /** At most one commit per this many ms. */
+  intervalMs: number;
+  /** Wait this long after the first change of a quiet period, so a burst lands in one commit. */
+  settleMs?: number;
+  /** Look for changes made by other tools this often even when nothing was noted. */
+  sweepMs?: number;
+}
+
+export interface AuditCommit {
+  commit: string;
+  reasons: string[];
+}
+
+/**
+ * The git audit trail of a hive root (DESIGN §7). Significant changes are `note()`d
+ * with a reason; commits happen asynchronously, in batches, at most one per
+ * `intervalMs`, one git process at a time. Nothing here blocks an actor: actors run
+ * in worker threads, and the main thread only starts git processes and awaits them.
+ * A change that git finds to be no change (e.g. a turn that did not touch memory.md)
+ * costs one `git add` and no commit.
+ */
+export class AuditTrail {
+  private pending: string[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private sweep: NodeJS.Timeout | null = null;
+  private running: Promise<void> = Promise.resolve();
+  private busy = false;
+  private lastCommitAt = 0;
+  private firstPendingAt = 0;
+  private closed = false;
+  private ready = false;
+  private readonly listeners = new Set<(c: AuditCommit) => void>();
+  /** Commits made by this trail (for tests and status). */
+  commits = 0;
+
+  constructor(
+    readonly root: string,
+    private readonly o: AuditOptions,
+  ) {}
+
+  /** Creates or checks the repository and commits what is already there. */
+  async start(): Promise<void> {
+    await ensureRepo(this.root);
+    this.ready = true;
+    this.note('hive started');
+    const sweepMs = this.o.sweepMs ?? 30_000;
+    this.sweep = setInterval(() => this.note('changes on disk'), sweepMs);
+    this.sweep.unref();
+  }
+
+  /** Records that something significant changed; it will be committed soon. */
+  note(reason: string): void {
+    if (this.closed) return;
+    if (!this.pending.includes(reason)) {
+      if (this.pending.length >= 500) this.pending.shift();
+      this.pending.push(reason);
+    }
+    if (this.firstPendingAt === 0) this.firstPendingAt = Date.now();
+    this.schedule();
+  }
+
+  onCommitted(listener: (c: AuditCommit) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Commits everything pending now (waits for a running commit first). */
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.running = this.running.then(() => this.commitNow());
+    return this.running;
+  }
+
+  /** Final commit, then no more. */
+  async close(): Promise<void> {
+    if (this.sweep) clearInterval(this.sweep);
+    if (this.ready && this.pending.length > 0) await this.flush();
+    else await this.running;
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    if (this.timer || this.busy || !this.ready) return;
+    const now = Date.now();
+    const at = Math.max(this.lastCommitAt + this.o.intervalMs, this.firstPendingAt + (this.o.settleMs ?? 200));
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.running = this.running.then(() => this.commitNow());
+    }, Math.max(0, at - now));
+    this.timer.unref();
+  }
+
+  private async commitNow(): Promise<void> {
+    if (this.pending.length === 0) return;
+    this.busy = true;
+    const reasons = this.pending;
+    this.pending = [];
+    this.firstPendingAt = 0;
+    try {
+      const lock = recoverIndexLock(this.root);
+      if (lock === 'recovered') appendEvent(this.root, { type: 'audit.lock-recovered', file: '.git/index.lock' });
+      if (lock === 'busy') {
+        // Another git is working on this repository: keep the reasons and come back later.
+        this.pending.unshift(...reasons.filter((r) => !this.pending.includes(r)));
+        this.firstPendingAt = Date.now();
+        this.lastCommitAt = Date.now();
+        return;
+      }
+      const add = await git(this.root, ['add', '-A']);
+      if (add.exitCode !== 0) throw new Error(`git add: ${add.stderr.trim()}`);
+      const diff = await git(this.root, ['diff', '--cached', '--quiet']);
+      if (diff.exitCode === 0) return; // nothing changed in tracked files
+      const subject = `hive: ${summarize(reasons)}`;
+      const body = reasons.slice(0, 50).map((r) => `- ${r}`).join('\n') + (reasons.length > 50 ? `\n- … ${reasons.length - 50} more` : '');
+      const c = await git(this.root, ['commit', '-q', '--no-verify', '--no-gpg-sign', '-m', subject, '-m', body]);
+      if (c.exitCode !== 0) throw new Error(`git commit: ${(c.stderr || c.stdout).trim()}`);
+      const head = (await git(this.root, ['rev-parse', 'HEAD'])).stdout.trim();
+      this.commits += 1;
+      this.lastCommitAt = Date.now();
+      appendEvent(this.root, { type: 'audit.committed', commit: head, reasons: reasons.length });
+      for (const l of this.listeners) {
+        try {
+          l({ commit: head, reasons });
+        } catch {
+          // a listener must not break the trail
+        }
+      }
+    } catch (err) {
+      this.lastCommitAt = Date.now();
+      appendEvent(this.root, { type: 'audit.failed', error: errorMessage(err) });
+    } finally {
+      this.busy = false;
+      if (this.pending.length > 0 && !this.closed) this.schedule();
+    }
+  }
+}
+
+/** "spawned late; turn of writer; +3 more" */
+export function summarize(reasons: string[]): string {
+  const shown = reasons.slice(0, 3).join('; ');
+  return reasons.length > 3 ? `${shown}; +${reasons.length - 3} more` : shown;
+}

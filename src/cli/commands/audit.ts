@@ -1,0 +1,26 @@
+import { isHive } from '../../layout/ensure.ts';
+import { HiveError } from '../../errors.ts';
+import { auditHistory } from '../../audit/history.ts';
+import { JSON_OPTION, ROOT_OPTION, int, rootOf, type Command } from '../args.ts';
+
+export const auditCommand: Command = {
+  name: 'audit',
+  summary: "show the hive's git audit trail (significant changes, newest first)",
+  usage: 'hive audit --root DIR [--limit N] [--json]',
+  options: { ...ROOT_OPTION, ...JSON_OPTION, limit: { type: 'string' } },
+  async run(args, io) {
+    const root = rootOf(args, io);
+    if (!isHive(root)) throw new HiveError('E_NOT_A_HIVE', `${root} is not a hive (no registry.json and agents/)`);
+    const entries = await auditHistory(root, int(args, 'limit', this, 100));
+    if (args.values.json) {
+      io.out(`${JSON.stringify({ root, commits: entries }, null, 2)}\n`);
+      return 0;
+    }
+    if (entries.length === 0) io.out(`${root}: no audit commits yet (they start when the hive runs)\n`);
+    for (const e of entries) {
+      io.out(`${e.commit.slice(0, 10)}  ${e.at}  ${e.subject}\n`);
+      for (const f of e.files) io.out(`    ${f.status}  ${f.path}\n`);
+    }
+    return 0;
+  },
+};

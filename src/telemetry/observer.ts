@@ -1,0 +1,166 @@
+import path from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
+import type { Tracer } from '@opentelemetry/api';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { IMetricReader } from '@opentelemetry/sdk-metrics';
+import type { WorkerEvent } from '../../actors/protocol.ts';
+import type { HiveConfig } from '../config/schema.ts';
+import { AuditTrail } from '../audit/trail.ts';
+import { isAnswer, isQuestion, recordAnswer, recordQuestion } from '../audit/questions.ts';
+import { writeConfigSnapshot } from '../audit/config-snapshot.ts';
+import { startLogRotation } from '../log/rotate.ts';
+import { appendEvent } from '../log/event-log.ts';
+import { HiveError, errorMessage } from '../errors.ts';
+import { moduleBrainUrl } from '../supervisor/bundle.ts';
+import { createHiveMetrics, type HiveMetrics } from './metrics.ts';
+import type { TracingHandle } from './sdk.ts';
+import type { MetricsHandle } from './sdk-metrics.ts';
+import type { WorkerTelemetryInit } from './worker.ts';
+import { receiveSpans } from './relay.ts';
+
+/** In-process exporters for an embedding application or a test (not part of the config file). */
+export interface ObserveOptions {
+  /** Spans of the main thread and of every worker (relayed) go to this exporter. */
+  spanExporter?: SpanExporter;
+  /** Reads the hive's metrics (e.g. an InMemoryMetricExporter behind a reader). */
+  metricReader?: IMetricReader;
+}
+
+const SDK_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'sdk.ts');
+
+/**
+ * The supervisor's observability (DESIGN §7), in one place so the supervisor only
+ * forwards events to it: tracing and metrics (when configured), the event log's
+ * rotation, the git audit trail and the questions ledger.
+ */
+export class HiveObserver {
+  tracer: Tracer | null = null;
+  audit: AuditTrail | null = null;
+  private tracing: TracingHandle | null = null;
+  private metricsSdk: MetricsHandle | null = null;
+  private metrics: HiveMetrics | null = null;
+  private sdkUrl: string | null = null;
+  private rotation: { stop(): Promise<void> } | null = null;
+
+  private constructor(
+    readonly root: string,
+    readonly config: HiveConfig,
+    private readonly options: ObserveOptions,
+  ) {}
+
+  /**
+   * Starts what the config asks for. `inboxDepths` feeds the inbox-depth gauge.
+   * @example const obs = await HiveObserver.start(config, {}, () => depths());
+   */
+  static async start(config: HiveConfig, options: ObserveOptions, inboxDepths: () => { agent: string; depth: number }[]): Promise<HiveObserver> {
+    const o = new HiveObserver(config.root, config, options);
+    o.rotation = startLogRotation(config.root, config.log);
+    const t = config.telemetry;
+    if (t || options.spanExporter || options.metricReader) {
+      try {
+        const serviceName = t?.serviceName ?? 'hive';
+        const exportIntervalMs = t?.exportIntervalMs ?? 1_000;
+        if (t || options.spanExporter) {
+          const sdk = await import('./sdk.ts');
+          o.tracing = sdk.startTracing({
+            serviceName,
+            exportIntervalMs,
+            attributes: { 'hive.host': 'supervisor', 'hive.root': config.root },
+            ...(options.spanExporter ? { exporter: options.spanExporter } : { otlpEndpoint: t!.otlpEndpoint }),
+          });
+          o.tracer = o.tracing.tracer;
+          o.sdkUrl = await moduleBrainUrl(SDK_FILE);
+        }
+        const m = await import('./sdk-metrics.ts');
+        o.metricsSdk = m.startMetrics({
+          serviceName,
+          exportIntervalMs,
+          ...(t ? { otlpEndpoint: t.otlpEndpoint } : {}),
+          ...(options.metricReader ? { reader: options.metricReader } : {}),
+        });
+        o.metrics = createHiveMetrics(o.metricsSdk.meter, inboxDepths);
+      } catch (err) {
+        throw new HiveError('E_BAD_CONFIG', `Cannot start telemetry: ${errorMessage(err)}. The OpenTelemetry SDK packages are optional dependencies: run \`npm install\` or remove \`telemetry\` from the config.`, { cause: err });
+      }
+    }
+    if (config.audit.enabled) {
+      writeConfigSnapshot(config.root, { ...config, configDir: undefined });
+      o.audit = new AuditTrail(config.root, { intervalMs: config.audit.intervalMs });
+      try {
+        await o.audit.start();
+      } catch (err) {
+        // No git, or a broken repository: the hive runs without its audit trail.
+        appendEvent(config.root, { type: 'audit.failed', error: errorMessage(err) });
+        o.audit = null;
+      }
+    }
+    return o;
+  }
+
+  /** Telemetry settings for a new worker (each start of a worker gets a fresh relay port). */
+  workerTelemetry(hostId: string, agents: string[]): WorkerTelemetryInit | undefined {
+    if (!this.sdkUrl) return undefined;
+    const t = this.config.telemetry;
+    const attributes: Record<string, string | number> = { 'hive.host': hostId };
+    if (agents.length === 1) attributes['agent.id'] = agents[0]!;
+    const init: WorkerTelemetryInit = {
+      sdkUrl: this.sdkUrl,
+      serviceName: t?.serviceName ?? 'hive',
+      exportIntervalMs: t?.exportIntervalMs ?? 1_000,
+      attributes,
+    };
+    if (this.options.spanExporter) {
+      const { port1, port2 } = new MessageChannel();
+      receiveSpans(port1, this.options.spanExporter);
+      init.relay = port2;
+    } else if (t) init.otlpEndpoint = t.otlpEndpoint;
+    return init;
+  }
+
+  /** Significant change for the audit trail. */
+  note(reason: string): void {
+    this.audit?.note(reason);
+  }
+
+  restarted(host: string): void {
+    this.metrics?.restarted(host);
+  }
+
+  onWorkerEvent(e: WorkerEvent): void {
+    switch (e.type) {
+      case 'router.delivered':
+        e.deliveries.forEach((d, i) => {
+          this.metrics?.delivered(d.agent, e.latenciesMs[i]);
+          if (isQuestion(d)) {
+            recordQuestion(this.root, d);
+            this.note(`question ${d.id} from ${d.from}`);
+          } else if (isAnswer(d)) {
+            recordAnswer(this.root, d);
+            this.note(`answer to ${d.in_reply_to}`);
+          }
+        });
+        break;
+      case 'router.rejected':
+        for (const item of e.items) this.metrics?.deadLettered(item.code ?? 'E_BAD_MESSAGE');
+        break;
+      case 'actor.poisoned':
+        this.metrics?.deadLettered('E_POISON');
+        break;
+      case 'actor.processed':
+        // A brain may have written memory.md during the turn; git finds out whether it did.
+        this.note(`turn of ${e.agent}`);
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Final audit commit, last export, rotation stopped. */
+  async close(): Promise<void> {
+    await this.rotation?.stop();
+    await this.audit?.close();
+    await this.tracing?.shutdown().catch(() => undefined);
+    await this.metricsSdk?.shutdown().catch(() => undefined);
+  }
+}
