@@ -160,7 +160,9 @@ export class HiveObserver {
   async close(): Promise<void> {
     await this.rotation?.stop();
     await this.audit?.close();
-    await this.tracing?.shutdown().catch(() => undefined);
-    await this.metricsSdk?.shutdown().catch(() => undefined);
+    // An exporter passed in by the caller stays theirs: flush into it, do not shut it down.
+    if (this.options.spanExporter) await this.tracing?.forceFlush().catch(() => undefined);
+    else await this.tracing?.shutdown().catch(() => undefined);
+    await (this.options.metricReader ? this.metricsSdk?.forceFlush() : this.metricsSdk?.shutdown())?.catch(() => undefined);
   }
 }
