@@ -10,8 +10,9 @@ import { spawnCommand } from './commands/spawn.ts';
 import { stopCommand } from './commands/stop.ts';
 import { logCommand } from './commands/log.ts';
 import { auditCommand } from './commands/audit.ts';
+import { diagramCommand } from './commands/diagram.ts';
 
-export const COMMANDS: Command[] = [initCommand, startCommand, statusCommand, sendCommand, inboxCommand, spawnCommand, stopCommand, logCommand, auditCommand];
+export const COMMANDS: Command[] = [initCommand, startCommand, statusCommand, sendCommand, inboxCommand, spawnCommand, stopCommand, logCommand, auditCommand, diagramCommand];
 
 function helpText(): string {
   const lines = ['hive — a durable actor runtime for teams of LLM agents', '', 'commands:'];
