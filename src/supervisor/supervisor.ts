@@ -260,6 +260,20 @@ export class Supervisor {
     return rows;
   }
 
+  /** Worker hosts with their supervised-child machine state (inspector). */
+  hostStatus(): { id: string; value: string; restarts: number; agents: string[]; threadId: number | null }[] {
+    const rows = this.router ? [{ id: ROUTER_HOST, child: this.router as HostChild<unknown>, agents: [] as string[] }] : [];
+    for (const [id, child] of this.hosts) rows.push({ id, child: child as HostChild<unknown>, agents: this.members.get(id) ?? [] });
+    return rows.map((r) => ({ id: r.id, value: r.child.state(), restarts: r.child.restarts(), agents: r.agents, threadId: r.child.handle?.threadId ?? null }));
+  }
+
+  /** The latest context each agent reported (coalesced by the agent; inspector). */
+  contexts(): Record<string, ActorContextSummary> {
+    const out: Record<string, ActorContextSummary> = {};
+    for (const [id, r] of this.agents) if (r.context) out[id] = r.context;
+    return out;
+  }
+
   /** Runtime objects for tests and tools: the worker thread of an agent's host. */
   threadOf(agentId: string): number | null {
     const hostId = this.agents.get(agentId)?.hostId;

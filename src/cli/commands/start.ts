@@ -3,6 +3,7 @@ import { loadConfig } from '../../config/load.ts';
 import { createHive } from '../../hive.ts';
 import type { Delivery } from '../../../actors/protocol.ts';
 import { JSON_OPTION, str, type Command } from '../args.ts';
+import { startInspector, type Inspector } from '../../inspector/server.ts';
 
 function clock(): string {
   return new Date().toISOString().slice(11, 23);
@@ -34,14 +35,25 @@ export const startCommand: Command = {
       hive.on('dead-lettered', (d) => io.err(`${clock()}  dead-letter: ${d.source}: ${d.error}\n`));
     }
     await hive.start();
+    let inspector: Inspector | null = null;
+    if (config.inspector.enabled) {
+      try {
+        inspector = await startInspector(hive, { port: config.inspector.port });
+      } catch (err) {
+        await hive.close();
+        throw err;
+      }
+    }
     const agents = hive.status().filter((s) => s.kind === 'agent').length;
+    const seen = inspector ? ` inspector=${inspector.url}` : '';
     io.out(
       json
-        ? `${JSON.stringify({ event: 'ready', root: hive.root, agents, pid: process.pid })}\n`
-        : `hive ready: root=${hive.root} agents=${agents} pid=${process.pid} (Ctrl-C to stop)\n`,
+        ? `${JSON.stringify({ event: 'ready', root: hive.root, agents, pid: process.pid, ...(inspector ? { inspector: inspector.url } : {}) })}\n`
+        : `hive ready: root=${hive.root} agents=${agents} pid=${process.pid}${seen} (Ctrl-C to stop)\n`,
     );
     await io.interrupted;
     io.err('hive: stopping...\n');
+    await inspector?.close();
     await hive.close();
     io.err('hive: stopped\n');
     return 0;

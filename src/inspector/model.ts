@@ -1,0 +1,203 @@
+import type { Delivery } from '../../actors/protocol.ts';
+import type { Hive } from '../hive.ts';
+import { HiveError } from '../errors.ts';
+import { GOD_ID } from '../protocol/agent-id.ts';
+import { listDeadLetters } from '../queue/dead-letter.ts';
+import type { HiveMessage } from '../protocol/message.ts';
+import type { ActorStatus } from '../supervisor/supervisor.ts';
+import { QuestionBoard, type OpenQuestion } from './questions.ts';
+import type { MachineName } from './machine-graph.ts';
+
+/** What the page shows; sent whole on connect, then as partial updates. */
+export interface InspectorSnapshot {
+  root: string;
+  pid: number;
+  actors: (ActorStatus & { machine: MachineName | null; context: unknown })[];
+  hosts: ReturnType<Hive['supervisor']['hostStatus']>;
+  messages: (Delivery & { at: string })[];
+  deadLetters: { name: string; error: string; code: string | null; source: string | null; at: string | null }[];
+  questions: OpenQuestion[];
+}
+
+export type InspectorUpdate =
+  | { type: 'snapshot'; data: InspectorSnapshot }
+  | { type: 'state'; data: { actor: string; value: string } }
+  | { type: 'message'; data: Delivery & { at: string } }
+  | { type: 'actors'; data: Pick<InspectorSnapshot, 'actors' | 'hosts'> }
+  | { type: 'dead-letters'; data: InspectorSnapshot['deadLetters'] }
+  | { type: 'questions'; data: OpenQuestion[] };
+
+const MESSAGES_KEPT = 200;
+const DEAD_LETTERS_SHOWN = 50;
+/** A state highlight is sent at most this often per actor (the latest value always arrives). */
+const STATE_EVERY_MS = 100;
+
+/**
+ * The inspector's view of a running hive, fed by the hive's events. Keeps the recent
+ * messages, coalesces state changes per actor (an actor under load changes state
+ * thousands of times a second; the page needs a few), and refreshes the slower facts
+ * (inbox depth, contexts, worker lifecycles) on a tick while a page is connected.
+ */
+export class InspectorModel {
+  private readonly messages: (Delivery & { at: string })[] = [];
+  private readonly listeners = new Set<(u: InspectorUpdate) => void>();
+  private readonly offs: (() => void)[] = [];
+  private readonly board: QuestionBoard;
+  private readonly lastState = new Map<string, { at: number; timer: NodeJS.Timeout | null; value: string }>();
+  private tick: NodeJS.Timeout | null = null;
+  private lastActors = '';
+  private lastQuestions = '';
+
+  constructor(
+    private readonly hive: Hive,
+    private readonly tickMs = 500,
+  ) {
+    this.board = new QuestionBoard(hive.root);
+    this.offs.push(
+      hive.on('delivered', (d) => {
+        const m = { ...d, at: new Date().toISOString() };
+        this.messages.push(m);
+        if (this.messages.length > MESSAGES_KEPT) this.messages.shift();
+        this.publish({ type: 'message', data: m });
+        if (d.agent === GOD_ID || d.from === GOD_ID) this.refreshQuestions();
+      }),
+      hive.on('state', (e) => this.onState(e.actor, e.value)),
+      hive.on('dead-lettered', () => this.publish({ type: 'dead-letters', data: this.deadLetters() })),
+      hive.on('restarted', () => this.refreshActors()),
+      hive.on('crashed', () => this.refreshActors()),
+      hive.on('failed', () => this.refreshActors()),
+      hive.on('spawned', () => this.refreshActors()),
+      hive.on('stopped', () => this.refreshActors()),
+    );
+  }
+
+  snapshot(): InspectorSnapshot {
+    return {
+      root: this.hive.root,
+      pid: process.pid,
+      ...this.actorsAndHosts(),
+      messages: [...this.messages],
+      deadLetters: this.deadLetters(),
+      questions: this.board.open(),
+    };
+  }
+
+  /** Listens to updates; the tick runs while at least one listener is connected. */
+  subscribe(listener: (u: InspectorUpdate) => void): () => void {
+    this.listeners.add(listener);
+    if (!this.tick) {
+      this.tick = setInterval(() => {
+        this.refreshActors();
+        this.refreshQuestions();
+      }, this.tickMs);
+      this.tick.unref();
+    }
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0 && this.tick) {
+        clearInterval(this.tick);
+        this.tick = null;
+      }
+    };
+  }
+
+  /**
+   * Answers an ASK ME card: an `inform` from god to the asker, in reply to the question and
+   * in its conversation, written through the supervisor's `send` (durable; kicks the router).
+   */
+  async answer(id: string, body: string): Promise<HiveMessage> {
+    if (typeof body !== 'string' || body.trim() === '') throw new HiveError('E_BAD_ARGS', 'Expected `body` to be a non-empty string');
+    if (body.length > 100_000) throw new HiveError('E_BAD_ARGS', `Expected \`body\` to be at most 100000 characters, got ${body.length}`);
+    const q = this.board.open().find((x) => x.id === id);
+    if (!q) throw new HiveError('E_NOT_FOUND', `No open question "${id}" in god's inbox (answered already, or never asked)`);
+    const sent = await this.hive.send({
+      from: GOD_ID,
+      to: q.from,
+      act: 'inform',
+      in_reply_to: q.id,
+      conversation: q.conversation,
+      subject: q.subject ? `Re: ${q.subject}` : 'Answer',
+      body,
+      requires_reply: false,
+    });
+    this.board.markAnswered(q.id);
+    this.refreshQuestions();
+    return sent;
+  }
+
+  close(): void {
+    for (const off of this.offs.splice(0)) off();
+    if (this.tick) clearInterval(this.tick);
+    for (const s of this.lastState.values()) if (s.timer) clearTimeout(s.timer);
+    this.listeners.clear();
+  }
+
+  private publish(u: InspectorUpdate): void {
+    for (const l of this.listeners) {
+      try {
+        l(u);
+      } catch {
+        // a broken connection is cleaned up by its own close handler
+      }
+    }
+  }
+
+  private onState(actor: string, value: string): void {
+    let s = this.lastState.get(actor);
+    if (!s) {
+      s = { at: 0, timer: null, value };
+      this.lastState.set(actor, s);
+    }
+    s.value = value;
+    if (s.timer) return; // a trailing update is already due: it will carry this value
+    const wait = s.at + STATE_EVERY_MS - Date.now();
+    const send = () => {
+      s!.timer = null;
+      s!.at = Date.now();
+      this.publish({ type: 'state', data: { actor, value: s!.value } });
+    };
+    if (wait <= 0) send();
+    else s.timer = setTimeout(send, wait);
+  }
+
+  private actorsAndHosts(): Pick<InspectorSnapshot, 'actors' | 'hosts'> {
+    const contexts = this.hive.supervisor.contexts();
+    const actors = this.hive.status().map((a) => ({
+      ...a,
+      machine: a.kind === 'router' ? ('router' as const) : a.kind === 'agent' ? ('agent' as const) : null,
+      context: contexts[a.id] ?? null,
+    }));
+    return { actors, hosts: this.hive.supervisor.hostStatus() };
+  }
+
+  private refreshActors(): void {
+    if (this.listeners.size === 0) return;
+    const data = this.actorsAndHosts();
+    const key = JSON.stringify(data);
+    if (key === this.lastActors) return;
+    this.lastActors = key;
+    this.publish({ type: 'actors', data });
+  }
+
+  private refreshQuestions(): void {
+    if (this.listeners.size === 0) return;
+    const data = this.board.open();
+    const key = JSON.stringify(data.map((q) => q.id));
+    if (key === this.lastQuestions) return;
+    this.lastQuestions = key;
+    this.publish({ type: 'questions', data });
+  }
+
+  private deadLetters(): InspectorSnapshot['deadLetters'] {
+    return listDeadLetters(this.hive.root)
+      .slice(-DEAD_LETTERS_SHOWN)
+      .reverse()
+      .map((d) => ({
+        name: d.name,
+        error: String(d.reason?.error ?? 'no reason file'),
+        code: typeof d.reason?.code === 'string' ? d.reason.code : null,
+        source: typeof d.reason?.source === 'string' ? d.reason.source : null,
+        at: typeof d.reason?.at === 'string' ? d.reason.at : null,
+      }));
+  }
+}

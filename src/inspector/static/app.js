@@ -1,0 +1,205 @@
+// The inspector page: renders the snapshot, then applies server-sent updates.
+// Plain browser JavaScript, no framework, no network beyond this server.
+const token = new URLSearchParams(location.search).get('token') ?? '';
+const headers = { 'x-hive-token': token };
+const $ = (sel, el = document) => el.querySelector(sel);
+const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+let machines = {};
+let state = null;
+
+async function getJson(path) {
+  const res = await fetch(path, { headers });
+  if (!res.ok) throw new Error(`${path}: ${res.status}`);
+  return res.json();
+}
+
+function highlight(container, value) {
+  for (const el of container.querySelectorAll('.state.active')) el.classList.remove('active');
+  const node = container.querySelector(`.state[data-state="${CSS.escape(String(value))}"]`);
+  if (node) node.classList.add('active');
+}
+
+function badge(text, cls = '') {
+  return `<span class="badge ${cls}">${esc(text)}</span>`;
+}
+
+function actorCard(a) {
+  const card = document.createElement('div');
+  card.className = 'card actor';
+  card.dataset.actor = a.id;
+  card.innerHTML = `<h3><span>${esc(a.id)}</span><span class="muted kind"></span><span class="value"></span></h3>
+    <div class="badges"></div><div class="diagram"></div>
+    <details><summary class="muted">context</summary><pre class="context"></pre></details>`;
+  if (a.machine && machines[a.machine]) $('.diagram', card).innerHTML = machines[a.machine];
+  else $('.diagram', card).innerHTML = `<p class="muted">passive (${esc(a.brain)}): messages wait in its inbox</p>`;
+  return card;
+}
+
+function updateActorCard(card, a) {
+  $('.kind', card).textContent = `${a.kind} · ${a.brain}`;
+  const badges = [
+    badge(a.status, a.status === 'failed' ? 'bad' : a.status === 'backingOff' || a.status === 'crashed' ? 'warn' : ''),
+    badge(`restarts ${a.restarts}`, a.restarts > 0 ? 'warn' : ''),
+    badge(`inbox ${a.inboxDepth}`, a.inboxDepth > 0 ? 'warn' : ''),
+    badge(`cursor ${a.cursor}`),
+    a.host ? badge(`worker ${a.host}${a.threadId != null ? ` (thread ${a.threadId})` : ''}`) : '',
+  ];
+  $('.badges', card).innerHTML = badges.join('');
+  $('.context', card).textContent = JSON.stringify(a.context ?? { cursor: a.cursor, handled: a.handled }, null, 2);
+  setValue(card, a.state);
+}
+
+function setValue(card, value) {
+  card.dataset.value = value;
+  $('.value', card).textContent = value;
+  highlight(card, value);
+}
+
+function renderActors(actors) {
+  const box = $('#actors');
+  const seen = new Set();
+  for (const a of actors) {
+    seen.add(a.id);
+    let card = box.querySelector(`.actor[data-actor="${CSS.escape(a.id)}"]`);
+    if (!card) {
+      card = actorCard(a);
+      box.appendChild(card);
+    }
+    updateActorCard(card, a);
+  }
+  for (const card of [...box.children]) if (!seen.has(card.dataset.actor)) card.remove();
+}
+
+function renderHosts(hosts) {
+  const box = $('#hosts');
+  const seen = new Set();
+  for (const h of hosts) {
+    seen.add(h.id);
+    let card = box.querySelector(`.host[data-host="${CSS.escape(h.id)}"]`);
+    if (!card) {
+      card = document.createElement('div');
+      card.className = 'card host';
+      card.dataset.host = h.id;
+      card.innerHTML = `<h3><span>${esc(h.id)}</span><span class="value"></span></h3><div class="badges"></div><div class="diagram">${machines['supervised-child'] ?? ''}</div>`;
+      box.appendChild(card);
+    }
+    $('.badges', card).innerHTML = [badge(`restarts ${h.restarts}`, h.restarts > 0 ? 'warn' : ''), h.agents.length ? badge(`agents ${h.agents.join(', ')}`) : badge('router'), h.threadId != null ? badge(`thread ${h.threadId}`) : ''].join('');
+    card.dataset.value = h.value;
+    $('.value', card).textContent = h.value;
+    highlight(card, h.value);
+  }
+  for (const card of [...box.children]) if (!seen.has(card.dataset.host)) card.remove();
+}
+
+function renderFlow(messages) {
+  const recent = messages.slice(-40);
+  const box = $('#flow');
+  if (recent.length === 0) {
+    box.innerHTML = '<p class="muted">no messages yet</p>';
+    return;
+  }
+  const names = [];
+  for (const m of recent) for (const n of [m.from, m.agent]) if (!names.includes(n)) names.push(n);
+  const colW = 150;
+  const rowH = 26;
+  const top = 30;
+  const width = Math.max(names.length * colW, 400);
+  const height = top + recent.length * rowH + 10;
+  const x = (n) => names.indexOf(n) * colW + colW / 2;
+  const parts = [`<svg width="${width}" height="${height}" viewBox="0 0 ${width} ${height}"><defs><marker id="flow-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#5a6a8a"/></marker></defs>`];
+  for (const n of names) {
+    parts.push(`<text class="head" x="${x(n)}" y="16" text-anchor="middle">${esc(n)}</text>`);
+    parts.push(`<line class="lifeline" x1="${x(n)}" y1="22" x2="${x(n)}" y2="${height}"/>`);
+  }
+  recent.forEach((m, i) => {
+    const y = top + i * rowH + 14;
+    const x1 = x(m.from);
+    const x2 = x(m.agent);
+    const ask = m.needs_human || (m.agent === 'god' && ['query', 'request', 'propose'].includes(m.act));
+    const label = `${m.act}${m.subject ? `: ${m.subject}` : ''}`.slice(0, 40);
+    if (x1 === x2) parts.push(`<path class="msg${ask ? ' ask' : ''}" d="M${x1},${y - 6} h24 v10 h-22" marker-end="url(#flow-arrow)"/>`);
+    else parts.push(`<line class="msg${ask ? ' ask' : ''}" x1="${x1}" y1="${y}" x2="${x2 + (x2 > x1 ? -4 : 4)}" y2="${y}" marker-end="url(#flow-arrow)"/>`);
+    parts.push(`<text x="${(x1 + x2) / 2}" y="${y - 4}" text-anchor="middle"><title>${esc(`${m.at} ${m.from} → ${m.agent}: ${m.body}`)}</title>${esc(label)}</text>`);
+  });
+  parts.push('</svg>');
+  box.innerHTML = parts.join('');
+}
+
+function renderDead(list) {
+  const body = $('#dead tbody');
+  body.innerHTML = list.map((d) => `<tr><td>${esc(d.at ?? '')}</td><td>${esc(d.code ?? '')}</td><td>${esc(d.source ?? d.name)}</td><td>${esc(d.error)}</td></tr>`).join('');
+  $('#dead-empty').hidden = list.length > 0;
+}
+
+function renderQuestions(questions) {
+  const box = $('#asks');
+  $('#asks-section').hidden = questions.length === 0;
+  const ids = new Set(questions.map((q) => q.id));
+  for (const el of [...box.children]) if (!ids.has(el.dataset.question)) el.remove();
+  for (const q of questions) {
+    if (box.querySelector(`.ask[data-question="${CSS.escape(q.id)}"]`)) continue;
+    const card = document.createElement('div');
+    card.className = 'ask';
+    card.dataset.question = q.id;
+    card.innerHTML = `<strong>${esc(q.from)}</strong> asks <span class="muted">(${esc(q.act)}, ${esc(q.created_at)})</span>
+      <div><strong>${esc(q.subject)}</strong></div><div class="q">${esc(q.body)}</div>
+      <textarea placeholder="Your answer"></textarea><button type="button">Answer</button><span class="status"></span>`;
+    $('button', card).addEventListener('click', async () => {
+      const body = $('textarea', card).value;
+      const status = $('.status', card);
+      status.textContent = 'sending…';
+      const res = await fetch('/api/answer', { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ id: q.id, body }) });
+      const out = await res.json().catch(() => ({}));
+      status.textContent = res.ok ? `answered (${out.id})` : `failed: ${out.error?.message ?? res.status}`;
+      if (res.ok) card.dataset.answered = 'true';
+    });
+    box.appendChild(card);
+  }
+}
+
+function applySnapshot(s) {
+  state = s;
+  $('#root').textContent = `${s.root} · pid ${s.pid}`;
+  renderActors(s.actors);
+  renderHosts(s.hosts);
+  renderFlow(s.messages);
+  renderDead(s.deadLetters);
+  renderQuestions(s.questions);
+  document.body.dataset.ready = 'true';
+}
+
+function connect() {
+  const es = new EventSource(`/api/events?token=${encodeURIComponent(token)}`);
+  const conn = $('#conn');
+  es.onopen = () => {
+    conn.dataset.connected = 'true';
+    conn.textContent = 'live';
+  };
+  es.onerror = () => {
+    conn.dataset.connected = 'false';
+    conn.textContent = 'reconnecting…';
+  };
+  es.addEventListener('snapshot', (e) => applySnapshot(JSON.parse(e.data)));
+  es.addEventListener('state', (e) => {
+    const { actor, value } = JSON.parse(e.data);
+    const card = document.querySelector(`.actor[data-actor="${CSS.escape(actor)}"]`);
+    if (card) setValue(card, value);
+  });
+  es.addEventListener('actors', (e) => {
+    const d = JSON.parse(e.data);
+    renderActors(d.actors);
+    renderHosts(d.hosts);
+  });
+  es.addEventListener('message', (e) => {
+    if (!state) return;
+    state.messages.push(JSON.parse(e.data));
+    if (state.messages.length > 200) state.messages.shift();
+    renderFlow(state.messages);
+  });
+  es.addEventListener('dead-letters', (e) => renderDead(JSON.parse(e.data)));
+  es.addEventListener('questions', (e) => renderQuestions(JSON.parse(e.data)));
+}
+
+machines = await getJson('/api/machines');
+connect();

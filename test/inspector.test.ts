@@ -1,0 +1,89 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { chromium } from 'playwright-core';
+import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
+import { FIXTURES, REPO } from './helpers/fixture.ts';
+import { tempDir } from './helpers/temp.ts';
+import { startInspector } from '../src/inspector/server.ts';
+import { readInbox } from '../src/queue/inbox.ts';
+import { agentPaths } from '../src/layout/paths.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const OUTPUT = path.join(REPO, 'test-output');
+
+function requireChromium(): void {
+  if (!fs.existsSync(CHROMIUM)) {
+    throw new Error(`Debian's chromium is not installed at ${CHROMIUM}: run \`apt-get update && apt-get install -y chromium\` (.ci/run does this before npm ci). This test does not skip.`);
+  }
+}
+
+describe('visual inspector in headless Chromium', () => {
+  it('shows every actor, highlights live state changes, answers an ASK ME card into the asker inbox; no token → 401', async () => {
+    requireChromium();
+    const hive = await startHive(
+      fastConfig({
+        agents: [
+          { id: 'gated', brain: { kind: 'module', module: path.join(FIXTURES, 'brains', 'gated.ts') } },
+          { id: 'echo', brain: { kind: 'echo' } },
+          { id: 'asker', brain: { kind: 'external' } },
+        ],
+      }),
+    );
+    const inspector = await startInspector(hive);
+    const base = `http://127.0.0.1:${inspector.port}`;
+    const context = await chromium.launchPersistentContext(tempDir('hive-chromium-'), { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1400, height: 1000 } });
+    try {
+      // Without the token (or with a wrong one) every resource answers 401.
+      for (const p of ['/', '/api/state', '/api/events', '/assets/app.js', '/api/machines', '/?token=wrong']) {
+        expect((await fetch(`${base}${p}`)).status, p).toBe(401);
+      }
+      expect((await fetch(`${base}/api/answer`, { method: 'POST', body: '{}' })).status).toBe(401);
+      expect(inspector.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{43}$/);
+
+      const page = await context.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(inspector.url);
+      await page.waitForSelector('body[data-ready="true"]');
+      for (const a of hive.status()) await page.waitForSelector(`.actor[data-actor="${a.id}"]`);
+      expect(await page.locator('.actor').count()).toBe(hive.status().length);
+      expect(await page.locator('.host').count()).toBe(hive.supervisor.hostStatus().length);
+      // Agents and the router are drawn with their machines; passive agents say so.
+      expect(await page.locator('.actor[data-actor="gated"] svg .state').count()).toBeGreaterThanOrEqual(6);
+      expect(await page.locator('.actor[data-actor="router"] svg .state[data-state="routing"]').count()).toBe(1);
+
+      // The highlighted state of an actor's diagram (the page's CSP forbids string eval: use locators).
+      const highlighted = (actor: string, state: string) => page.locator(`.actor[data-actor="${actor}"] .state.active[data-state="${state}"]`).waitFor();
+      await highlighted('gated', 'idle');
+
+      // A message puts `gated` in `thinking` until the gate opens; the page follows live.
+      await hive.send({ from: 'asker', to: 'gated', act: 'request', subject: 'Work', body: 'hold on' });
+      await highlighted('gated', 'thinking');
+      fs.writeFileSync(path.join(agentPaths(hive.root, 'gated').dir, 'gate'), '');
+      await highlighted('gated', 'idle');
+      await page.locator('#flow svg .msg').first().waitFor({ state: 'attached' }); // a line: no height, never "visible"
+
+      // ASK ME: a question to god appears as a card; answering it on the page delivers an
+      // inform from god, in reply to the question and in its conversation, to the asker.
+      const q = await hive.send({ from: 'asker', to: 'god', act: 'query', needs_human: true, subject: 'Tone?', body: 'Which tone should the announcement take?' });
+      const card = page.locator(`.ask[data-question="${q.id}"]`);
+      await card.waitFor();
+      await page.screenshot({ path: path.join(OUTPUT, 'inspector.png'), fullPage: true });
+      await card.locator('textarea').fill('Formal, please.');
+      await card.locator('button').click();
+      await waitFor(hive, () => readInbox(hive.root, 'asker', 0).entries.some((e) => e.message.in_reply_to === q.id), 'the answer in the asker inbox');
+      const answer = readInbox(hive.root, 'asker', 0).entries.find((e) => e.message.in_reply_to === q.id)!.message;
+      expect(answer).toMatchObject({ from: 'god', to: 'asker', act: 'inform', body: 'Formal, please.', conversation: q.conversation, subject: 'Re: Tone?' });
+      await card.waitFor({ state: 'detached' });
+      // Answering it again is refused: it is no longer open.
+      const again = await fetch(`${base}/api/answer`, { method: 'POST', headers: { 'x-hive-token': inspector.token, 'content-type': 'application/json' }, body: JSON.stringify({ id: q.id, body: 'twice' }) });
+      expect(again.status).toBe(404);
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+      await inspector.close();
+    }
+  }, 90_000);
+});
