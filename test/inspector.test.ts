@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import { spawn } from 'node:child_process';
+import readline from 'node:readline';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { chromium } from 'playwright-core';
@@ -86,4 +88,26 @@ describe('visual inspector in headless Chromium', () => {
       await inspector.close();
     }
   }, 90_000);
+
+  it('hive start prints the inspector URL in its ready line; the URL works with its token only', async () => {
+    const dir = tempDir();
+    const config = path.join(dir, 'hive.config.ts');
+    fs.writeFileSync(config, `export default { root: './hive', agents: [{ id: 'echo', brain: { kind: 'echo' } }], audit: { enabled: false } };\n`);
+    const child = spawn(process.execPath, [path.join(REPO, 'scripts', 'hive.mjs'), 'start', '--config', config], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += String(d)));
+    const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+    const ready = await new Promise<string>((resolve, reject) => {
+      readline.createInterface({ input: child.stdout }).on('line', (l) => l.startsWith('hive ready:') && resolve(l));
+      void exited.then((code) => reject(new Error(`hive start exited ${code}: ${stderr}`)));
+    });
+    const url = /inspector=(\S+)/.exec(ready)?.[1];
+    expect(ready, ready).toMatch(/^hive ready: root=\S+ agents=1 pid=\d+ inspector=http:\/\/127\.0\.0\.1:\d+\/\?token=\S+ \(Ctrl-C to stop\)$/);
+    const withToken = await fetch(url!);
+    expect(withToken.status).toBe(200);
+    expect(await withToken.text()).toContain('Hive inspector');
+    expect((await fetch(url!.replace(/\?token=.*/, ''))).status).toBe(401);
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+  }, 60_000);
 });
