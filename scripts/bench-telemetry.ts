@@ -74,6 +74,38 @@ async function run(label: string, telemetry: { otlpEndpoint: string; serviceName
   return { label, roundTripMs: rt, pairsPerSecond: round(pairs) };
 }
 
+/**
+ * CPU per message for its spans (send, route, deliver, handle), measured in a tight loop:
+ * steadier than end-to-end figures on a shared machine. Spans go to a batch processor
+ * whose exporter drops them.
+ */
+async function spanCost(): Promise<{ offNsPerMessage: number; onNsPerMessage: number }> {
+  const { startTracing } = await import('../src/telemetry/sdk.ts');
+  const spansMod = await import('../src/telemetry/spans.ts');
+  const handle = startTracing({ serviceName: 'bench', exportIntervalMs: 1_000, attributes: {}, exporter: { export: (_s, done) => done({ code: 0 }), shutdown: async () => undefined } });
+  const m = createMessage({ from: 'client', to: 'echo-0', act: 'request', body: 'x' });
+  const once = (tracer: typeof handle.tracer | null) => {
+    const sent = spansMod.startSend(tracer, m);
+    const route = spansMod.startRoute(tracer, sent.message, ['echo-0']);
+    spansMod.startDeliver(tracer, route, sent.message, 'echo-0')?.end();
+    route?.end();
+    spansMod.startHandle(tracer, sent.message, 'echo-0', 1)?.end();
+    sent.span?.end();
+  };
+  const time = (tracer: typeof handle.tracer | null, n: number) => {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) once(tracer);
+    return Number(process.hrtime.bigint() - t0) / n;
+  };
+  time(handle.tracer, 20_000); // warm up
+  time(null, 20_000);
+  const onNs = time(handle.tracer, 50_000);
+  const offNs = time(null, 50_000);
+  await handle.shutdown();
+  return { offNsPerMessage: round(offNs, 0), onNsPerMessage: round(onNs, 0) };
+}
+
+const micro = await spanCost();
 let spans = 0;
 const server = http.createServer((req, res) => {
   let body = '';
@@ -92,4 +124,4 @@ for (const pass of [1, 2]) {
   results.push({ pass, ...(await run('telemetry on (OTLP/HTTP)', { otlpEndpoint: endpoint, serviceName: 'bench' })) });
 }
 server.close();
-console.log(JSON.stringify({ samples: SAMPLES, requests: REQUESTS, agents: AGENTS, spansReceived: spans, results }, null, 2));
+console.log(JSON.stringify({ samples: SAMPLES, requests: REQUESTS, agents: AGENTS, spanCpuPerMessage: micro, spansReceived: spans, results, loadAverage: os.loadavg().map((x) => round(x, 2)) }, null, 2));
