@@ -63,15 +63,21 @@ describe('event log', () => {
     const hive = await startHive(
       fastConfig({ agents: [{ id: 'echo', brain: { kind: 'echo' } }, { id: 'client', brain: { kind: 'external' } }], log: { maxBytes: 4_000, keep: 50, checkMs: 50 } }),
     );
-    for (let i = 0; i < 60; i++) await hive.send({ from: 'client', to: 'echo', act: 'request', body: `m${i}` });
-    await waitFor(hive, () => listRotatedLogs(hive.root).length >= 2, 'two rotations');
-    await waitFor(hive, () => readLog(hive.root).filter((e) => e.type === 'message.routed' && e.from === 'echo').length === 60, 'every reply routed');
+    // Three rounds of 20 request/reply pairs (~7 KB of events each): after each round the
+    // supervisor's periodic check must rotate again. (send() blocks the main thread while it
+    // writes, so the rounds give the rotator's timer its turn.)
+    const replies = () => readLog(hive.root).filter((e) => e.type === 'message.routed' && e.from === 'echo').length;
+    for (let round = 1; round <= 3; round++) {
+      for (let i = 0; i < 20; i++) await hive.send({ from: 'client', to: 'echo', act: 'request', body: `m${round}-${i}` });
+      await waitFor(hive, () => replies() === 20 * round, `round ${round} replied`, 45_000);
+      await waitFor(hive, () => listRotatedLogs(hive.root).length >= round, `rotation ${round}`, 45_000);
+    }
     const events = readLog(hive.root);
     const routed = events.filter((e) => e.type === 'message.routed' && e.from === 'client').map((e) => e.id);
     expect(new Set(routed).size).toBe(60);
     expect(routed.length).toBe(60);
     for (const r of listRotatedLogs(hive.root)) expect(fs.statSync(r.file).size).toBeLessThan(4_000 + 64 * 1024);
-  }, 60_000);
+  }, 120_000);
 
   it('hive log --follow prints new events and survives a rotation', async () => {
     const root = tempRoot();

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { MetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
-import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
+import { fastConfig, nextEvent, startHive, waitFor } from './helpers/hive.ts';
 import { FIXTURES } from './helpers/fixture.ts';
 import { createHive } from '../src/hive.ts';
 import { readInbox } from '../src/queue/inbox.ts';
@@ -113,10 +113,11 @@ describe('OpenTelemetry tracing across workers', () => {
     let firstId = '';
     await hive.start();
     try {
+      const answered = nextEvent(hive, 'delivered', (d) => d.agent === 'client');
       const first = await hive.send({ from: 'client', to: 'forwarder', act: 'request', body: 'hello' });
       firstId = first.id;
       expect(parseTraceparent(first.traceparent)).not.toBeNull();
-      await waitFor(hive, () => readInbox(hive.root, 'client', 0).entries.length === 1, 'the answer reaches the client');
+      await answered; // the supervisor has seen every delivery (the metrics are recorded from these events)
       const answer = readInbox(hive.root, 'client', 0).entries[0]!.message;
       expect(answer.body).toBe('done: hello');
       expect(parseTraceparent(answer.traceparent)!.traceId).toBe(parseTraceparent(first.traceparent)!.traceId);

@@ -34,6 +34,10 @@ export async function git(root: string, args: string[], options: { input?: strin
     extendEnv: false,
     reject: false,
     stripFinalNewline: false,
+    // Never kill git when the hive exits: a git killed mid-commit leaves index.lock behind.
+    // (execa's cleanup also installs signal-exit handlers, which re-raise a SIGINT the
+    // CLI handles itself: `hive start` would die on Ctrl-C while a commit runs.)
+    cleanup: false,
     ...(options.input !== undefined ? { input: options.input } : { stdin: 'ignore' as const }),
   });
   if (r.failed && r.exitCode === undefined) throw new Error(`git ${args[0]} could not run: ${r.message}`);
@@ -96,10 +100,15 @@ export async function ensureRepo(root: string): Promise<boolean> {
     // Auto-gc would run git in the background and hold locks while the hive commits.
     ['gc.autoDetach', 'false'],
   ];
-  for (const [k, v] of settings) {
-    const cur = await git(root, ['config', '--local', '--get', k]);
-    if (cur.stdout.trim() !== v) await git(root, ['config', '--local', k, v]);
-  }
+  // One read of the local config; only what differs is set (each git run costs a process).
+  const list = await git(root, ['config', '--local', '--list']);
+  const local = new Map(
+    list.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)] as [string, string]),
+  );
+  for (const [k, v] of settings) if (local.get(k) !== v) await git(root, ['config', '--local', k, v]);
   const ignore = path.join(root, '.gitignore');
   let current = '';
   try {
