@@ -23,6 +23,9 @@ function gitProcessesIn(root: string): number[] | null {
     try {
       const comm = fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
       if (comm !== 'git' && !comm.startsWith('git-')) continue;
+      // A zombie (exited, not yet reaped by its busy parent) holds no lock and has no cwd.
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z') continue;
       let cwd = '';
       try {
         cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
