@@ -25,3 +25,9 @@ export type { Transport, PendingItem } from './queue/transport.ts';
 export { acquireHiveLock, type HiveLock } from './lock/hive-lock.ts';
 export type { ActorStatus } from './supervisor/supervisor.ts';
 export type { HiveEventMap, HiveEventName } from './supervisor/events.ts';
+// Observability (issue 6)
+export { otelEnvFor } from './telemetry/env.ts';
+export type { ObserveOptions } from './telemetry/observer.ts';
+export { startInspector, type Inspector } from './inspector/server.ts';
+export { readLog } from './log/read.ts';
+export { auditHistory, type AuditEntry } from './audit/history.ts';
