@@ -119,7 +119,7 @@ export class AuditTrail {
       const diff = await git(this.root, ['diff', '--cached', '--quiet']);
       if (diff.exitCode === 0) return; // nothing changed in tracked files
       const subject = `hive: ${summarize(reasons)}`;
-      const body = reasons.slice(0, 50).map((r) => `- ${r}`).join('\n') + (reasons.length > 50 ? `\n- … ${reasons.length - 50} more` : '');
+      const body = [...reasons].sort((a, b) => weight(a) - weight(b)).slice(0, 50).map((r) => `- ${r}`).join('\n') + (reasons.length > 50 ? `\n- … ${reasons.length - 50} more` : '');
       const c = await git(this.root, ['commit', '-q', '--no-verify', '--no-gpg-sign', '-m', subject, '-m', body]);
       if (c.exitCode !== 0) throw new Error(`git commit: ${(c.stderr || c.stdout).trim()}`);
       const head = (await git(this.root, ['rev-parse', 'HEAD'])).stdout.trim();
@@ -143,8 +143,14 @@ export class AuditTrail {
   }
 }
 
-/** "spawned late; turn of writer; +3 more" */
+/** Routine reasons (a turn that may have touched memory, the periodic sweep) go last. */
+function weight(reason: string): number {
+  return reason.startsWith('turn of ') ? 1 : reason === 'changes on disk' ? 2 : 0;
+}
+
+/** "spawned late; question 01… from writer; turn of writer; +3 more" */
 export function summarize(reasons: string[]): string {
-  const shown = reasons.slice(0, 3).join('; ');
-  return reasons.length > 3 ? `${shown}; +${reasons.length - 3} more` : shown;
+  const sorted = [...reasons].sort((a, b) => weight(a) - weight(b));
+  const shown = sorted.slice(0, 3).join('; ');
+  return sorted.length > 3 ? `${shown}; +${sorted.length - 3} more` : shown;
 }
