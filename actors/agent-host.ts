@@ -11,6 +11,9 @@ import { AgentActor } from '../src/agent/agent-actor.ts';
 import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 import { appendEvent } from '../src/log/event-log.ts';
+import { resolveSocketPath } from '../src/net/socket-path.ts';
+
+const HOOKS_SOCKET = 'hooks.sock';
 
 const init = workerData as WorkerInit;
 const actors = new Map<string, AgentActor>();
@@ -38,6 +41,7 @@ async function startOne(spec: HostedAgentSpec): Promise<ActorInfo> {
     agentId: spec.id,
     agentName: spec.name,
     agentDir: agentPaths(init.root, spec.id).dir,
+    hooksSock: resolveSocketPath(init.root, HOOKS_SOCKET),
     ...(spec.moduleUrl ? { moduleUrl: spec.moduleUrl } : {}),
   });
   const actor = new AgentActor({

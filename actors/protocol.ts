@@ -11,11 +11,15 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { BrainSpec } from '../src/config/schema.ts';
 import type { DurableTimer } from '../machines/agent.ts';
+import type { RestoreMode, SessionCaps } from '../src/session/types.ts';
 
 export type HostKind = 'agent-host' | 'router-host';
 
 export interface AgentSettings {
   turnBatch: number;
+  /** In-place retries of a failed brain turn before the worker is let crash. */
+  brainRetries: number;
+  sessionCaps: SessionCaps;
   poisonAfter: number;
   doneCap: number;
   inboxPollMs: number;
@@ -63,6 +67,8 @@ export interface ActorInfo {
   turns: number;
   timers: DurableTimer[];
   restoredFrom: 'state' | 'fresh' | null;
+  /** How much of its conversation a conversational brain got back (restore cascade). */
+  conversation: RestoreMode | null;
 }
 
 /**

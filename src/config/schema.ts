@@ -117,6 +117,8 @@ export const HiveConfigSchema = z
         /** Inbox entries handled per commit by fast brains (echo, module). */
         turnBatch: positiveInt.default(32),
         doneCap: positiveInt.default(5_000),
+        /** In-place retries of a failed brain turn (non-zero exit, timeout, HTTP error). */
+        brainRetries: z.number().int().min(0).default(2),
       })
       .strict()
       .default({
@@ -127,7 +129,39 @@ export const HiveConfigSchema = z
         inboxPollMs: 2_000,
         turnBatch: 32,
         doneCap: 5_000,
+        brainRetries: 2,
       }),
+    sessions: z
+      .object({
+        transcriptLines: positiveInt.default(5_000),
+        conversationTurns: positiveInt.default(400),
+        historyBytes: positiveInt.default(512 * 1024),
+        tailBriefChars: positiveInt.default(6_000),
+        archiveEntries: positiveInt.default(60),
+      })
+      .strict()
+      .default({ transcriptLines: 5_000, conversationTurns: 400, historyBytes: 512 * 1024, tailBriefChars: 6_000, archiveEntries: 60 }),
+    hooks: z
+      .object({
+        /** Longest accepted hook event line, in bytes. */
+        maxLineBytes: positiveInt.default(256 * 1024),
+        /** Operator policy: PreToolUse events matching a rule are denied. */
+        deny: z
+          .array(
+            z
+              .object({
+                tool: z.string().min(1),
+                /** Regular expression tested against JSON.stringify(tool_input). */
+                match: z.string().optional(),
+                agents: z.array(agentId).optional(),
+                reason: z.string().optional(),
+              })
+              .strict(),
+          )
+          .default([]),
+      })
+      .strict()
+      .default({ maxLineBytes: 256 * 1024, deny: [] }),
     /** Messages sent once when the hive starts (ids are stable, so a restart does not resend). */
     kickoff: z.array(KickoffSchema).default([]),
   })

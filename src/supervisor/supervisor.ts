@@ -269,7 +269,15 @@ export class Supervisor {
 
   private agentSettings(): AgentSettings {
     const s = this.config.supervisor;
-    return { turnBatch: s.turnBatch, poisonAfter: s.poisonAfter, doneCap: s.doneCap, inboxPollMs: s.inboxPollMs, gapWaitMs: 2_000 };
+    return {
+      turnBatch: s.turnBatch,
+      brainRetries: s.brainRetries,
+      sessionCaps: this.config.sessions,
+      poisonAfter: s.poisonAfter,
+      doneCap: s.doneCap,
+      inboxPollMs: s.inboxPollMs,
+      gapWaitMs: 2_000,
+    };
   }
 
   private async hostedSpec(id: string): Promise<HostedAgentSpec> {
