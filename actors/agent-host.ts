@@ -12,8 +12,7 @@ import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 import { appendEvent } from '../src/log/event-log.ts';
 import { resolveSocketPath } from '../src/net/socket-path.ts';
-
-const HOOKS_SOCKET = 'hooks.sock';
+import { HOOKS_SOCKET } from '../src/hooks/socket-name.ts';
 
 const init = workerData as WorkerInit;
 const actors = new Map<string, AgentActor>();

@@ -3,6 +3,7 @@ import type { RegistryEntry } from './registry/registry.ts';
 import type { HiveMessage, HiveMessageInput } from './protocol/message.ts';
 import { Supervisor, type ActorStatus } from './supervisor/supervisor.ts';
 import type { HiveEventMap, HiveEventName } from './supervisor/events.ts';
+import type { Question } from './human/questions.ts';
 
 /** A running (or startable) hive. */
 export interface Hive {
@@ -17,6 +18,10 @@ export interface Hive {
   /** Durably writes a message into its sender's outbox (resolves once on disk). */
   send(message: HiveMessageInput): Promise<HiveMessage>;
   status(): ActorStatus[];
+  /** Questions for the people in the loop (open ones by default). */
+  questions(options?: { open?: boolean }): Question[];
+  /** Answers a question in its conversation; the asker's actor continues. */
+  answer(questionId: string, body: string): HiveMessage;
   on<K extends HiveEventName>(event: K, listener: (event: HiveEventMap[K]) => void): () => void;
   /** Graceful stop: finish or abandon in-flight turns, commit, release the lock. */
   close(): Promise<void>;
@@ -49,6 +54,8 @@ export function createHive(config: HiveConfigInput | HiveConfig, options: { conf
     stop: (id) => supervisor.stop(id),
     send: (message) => supervisor.send(message),
     status: () => supervisor.status(),
+    questions: (options) => supervisor.questions(options ?? { open: true }),
+    answer: (questionId, body) => supervisor.answer(questionId, body),
     on: (event, listener) => supervisor.events.on(event, listener),
     close: () => supervisor.close(),
   };

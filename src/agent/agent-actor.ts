@@ -330,8 +330,9 @@ export class AgentActor {
   }
 
   /**
-   * Runs the brain with the retry policy: a failed turn (non-zero exit, unreadable output,
-   * timeout, HTTP error) is retried in place with backoff; after the last retry the error
+   * Runs the brain with the retry policy: a provider's failed turn (non-zero exit,
+   * unreadable output, timeout, HTTP error) is retried in place with backoff; a plain
+   * throw, or the last retry's error,
    * propagates, the worker crashes and the supervisor's policy takes over (restart,
    * then poison after repeated crashes). Nothing is committed for a failed turn, so no
    * message is lost.
@@ -346,7 +347,10 @@ export class AgentActor {
         const message = errorMessage(err);
         this.session?.record({ kind: 'error', attempt: attempt + 1, code: code ?? null, message, details: (err as { details?: unknown }).details ?? null });
         appendEvent(this.o.root, { type: 'brain.failed', agent: this.id, attempt: attempt + 1, code: code ?? null, error: message });
-        if (attempt >= retries || code === 'E_STOPPED' || this.stopping) throw err;
+        // Provider failures (exit codes, timeouts, HTTP errors) are retried in place; any
+        // other throw is a bug in the brain: let it crash.
+        const retryable = code === 'E_BRAIN' || code === 'E_TIMEOUT';
+        if (!retryable || attempt >= retries || this.stopping) throw err;
         await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
       }
     }

@@ -107,7 +107,6 @@ export function armBackground(root: string, agentId: string, key: string, text: 
 /** The live conversation of an agent actor (worker side). */
 export class Session {
   private history: ChatMessage[];
-  private background: string[];
   private readonly transcript: JsonlJournal<TranscriptEvent & { at: string }>;
   private readonly conversation: JsonlJournal<ConversationTurn>;
   readonly mode: RestoreMode;
@@ -123,7 +122,9 @@ export class Session {
     const view = restoreConversation(root, agentId, key, caps);
     this.mode = view.mode;
     this.history = view.history;
-    this.background = view.background;
+    // The briefing is kept on disk until a turn consumes it: it survives a crash before
+    // that turn, and snapshots imported while the agent runs join it.
+    if (view.background.length > 0) writeJsonAtomic(p.background, { items: view.background }, { durable: false });
     this.transcript = new JsonlJournal(p.transcript, caps.transcriptLines);
     this.conversation = new JsonlJournal(p.conversation, caps.conversationTurns);
     this.record({ kind: 'restore', mode: view.mode, history: view.history.length });
@@ -131,7 +132,8 @@ export class Session {
   }
 
   view(): ConversationView {
-    return { key: this.key, mode: this.mode, history: this.history, background: this.background };
+    const background = readBackground(sessionPaths(this.root, this.agentId, this.key).background);
+    return { key: this.key, mode: this.mode, history: this.history, background };
   }
 
   /** Appends events to the transcript (not fsynced: a journal for people, lost at most in the crash). */
@@ -152,9 +154,6 @@ export class Session {
     } else {
       writeJsonAtomic(p.history, JSON.parse(json), { durable: false });
     }
-    if (this.background.length > 0) {
-      this.background = [];
-      fs.rmSync(p.background, { force: true });
-    }
+    fs.rmSync(p.background, { force: true });
   }
 }
