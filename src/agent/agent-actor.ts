@@ -2,6 +2,7 @@ import { createActor, fromPromise, type Actor } from 'xstate';
 import {
   agentMachine,
   type AgentContext,
+  persistedOf,
   type DurableTimer,
   type PersistedAgentContext,
   type TurnResult,
@@ -370,7 +371,8 @@ export class AgentActor {
   private async commit(next: PersistedAgentContext, messages: TurnResult['messages']): Promise<void> {
     const commitStart = performance.now();
     const work = this.actor?.getSnapshot().context.work;
-    this.debt = commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt);
+    const previous = this.actor ? persistedOf(this.actor.getSnapshot().context) : undefined;
+    this.debt = commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt, previous);
     this.recordTurns();
     if (messages.length > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: messages.length });
     this.o.emit({

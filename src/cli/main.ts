@@ -23,6 +23,7 @@ const LOADERS: Record<string, () => Promise<Command>> = {
   snapshot: async () => (await import('./commands/sessions.ts')).snapshotCommand,
   import: async () => (await import('./commands/sessions.ts')).importCommand,
   switch: async () => (await import('./commands/sessions.ts')).switchCommand,
+  chaos: async () => (await import('./commands/chaos.ts')).chaosCommand,
 };
 
 export const COMMAND_NAMES = Object.keys(LOADERS);

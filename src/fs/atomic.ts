@@ -17,6 +17,20 @@ import { randomBytes } from 'node:crypto';
 
 export const TMP_PREFIX = '.tmp-';
 
+/**
+ * Chaos hook: `HIVE_CHAOS_FSYNC_DELAY_MS` makes every sync wait that long first (a slow
+ * disk). Read once per thread at load; 0 (the default) costs one comparison.
+ */
+const FSYNC_DELAY_MS = Number(process.env.HIVE_CHAOS_FSYNC_DELAY_MS ?? 0) || 0;
+const sleeper = FSYNC_DELAY_MS > 0 ? new Int32Array(new SharedArrayBuffer(4)) : null;
+
+/** fsync (or fdatasync with `dataOnly`) a file descriptor. Every durable write goes through here. */
+export function syncFd(fd: number, dataOnly = false): void {
+  if (sleeper) Atomics.wait(sleeper, 0, 0, FSYNC_DELAY_MS);
+  if (dataOnly) fs.fdatasyncSync(fd);
+  else fs.fsyncSync(fd);
+}
+
 function tempNameFor(target: string): string {
   return path.join(path.dirname(target), `${TMP_PREFIX}${path.basename(target)}-${randomBytes(4).toString('hex')}`);
 }
@@ -25,7 +39,7 @@ function tempNameFor(target: string): string {
 export function fsyncDir(dir: string): void {
   const fd = fs.openSync(dir, 'r');
   try {
-    fs.fsyncSync(fd);
+    syncFd(fd);
   } finally {
     fs.closeSync(fd);
   }
@@ -35,7 +49,7 @@ function writeAndSync(file: string, data: string | Uint8Array, durable: boolean)
   const fd = fs.openSync(file, 'w', 0o644);
   try {
     fs.writeFileSync(fd, data);
-    if (durable) fs.fsyncSync(fd);
+    if (durable) syncFd(fd);
   } finally {
     fs.closeSync(fd);
   }

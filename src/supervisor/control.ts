@@ -20,7 +20,8 @@ export type ControlRequest =
   | { op: 'questions'; open?: boolean }
   | { op: 'answer'; question: string; body: string; again?: boolean }
   | { op: 'session'; agent: string; action: SessionAction; key?: string; name?: string }
-  | { op: 'import'; name: string; into: string };
+  | { op: 'import'; name: string; into: string }
+  | { op: 'crash'; agent: string };
 
 export interface ControlServer {
   close(): Promise<void>;
@@ -52,6 +53,10 @@ export async function startControlServer(root: string, supervisor: Supervisor): 
           return { ok: true, id: supervisor.answer(req.question, req.body, { again: req.again ?? false }).id };
         case 'session':
           return { ok: true, result: await runSessionAction(root, req.agent, req.action, req, supervisor) };
+        case 'crash':
+          // Chaos and tests: end the worker hosting an agent the way a crash would.
+          await supervisor.crashHostOf(req.agent);
+          return { ok: true };
         case 'import':
           return { ok: true, result: await supervisor.withAgentPaused(req.into, () => importSnapshot(root, req.name, req.into)) };
         default:
