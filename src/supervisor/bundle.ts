@@ -69,6 +69,22 @@ export function workerEntry(kind: string): Promise<string> {
 }
 
 /**
+ * Compiled file of a piscina task module (a repo-relative `.ts` path such as
+ * `src/memory/pool-task.ts`), dependencies bundled, built once per process: pool
+ * threads then run on Node 20 without tsx.
+ */
+export function poolTaskFile(relPath: string): Promise<string> {
+  const key = `task:${relPath}`;
+  let p = built.get(key);
+  if (!p) {
+    p = bundle(path.join(REPO, relPath), `task-${path.basename(relPath, '.ts')}`, false);
+    built.set(key, p);
+    p.catch(() => built.delete(key));
+  }
+  return p;
+}
+
+/**
  * An importable URL for a module brain. `.js`/`.mjs` files are used as they are;
  * TypeScript is bundled (dependencies included, so it resolves from the cache folder).
  */
