@@ -133,7 +133,7 @@ export async function runMinePass(root: string, settings: MineSettings, jobs: Me
   });
 }
 
-/** MemPalace mines each wing whose content it has not seen yet (sequentially: it is heavy). */
+/** MemPalace mines each wing whose content it has not seen yet. */
 async function mineMemPalace(root: string, settings: MineSettings, manifest: PalaceManifest, work: { agent: string; files: string[] }[], force: boolean) {
   const out = { mined: [] as string[], failed: [] as string[] };
   const cmd = resolveMemPalace(settings.mempalace, settings.configDir);
@@ -141,9 +141,12 @@ async function mineMemPalace(root: string, settings: MineSettings, manifest: Pal
   if (!cmd) return out;
   const files = new Map(work.map((w) => [w.agent, w.files]));
   const p = palacePaths(root);
-  for (const [agent, wing] of Object.entries(manifest.wings)) {
-    if (!force && wing.mempalace?.hash === wing.hash) continue;
-    if (!force && wing.mempalace?.error && !files.has(agent)) continue; // failed on this content: retry once it changes
+  const todo = Object.entries(manifest.wings).filter(([agent, wing]) => {
+    if (force) return true;
+    if (wing.mempalace?.hash === wing.hash) return false;
+    return !wing.mempalace?.error || files.has(agent); // failed on this content: retry once it changes
+  });
+  const mineOne = async ([agent, wing]: (typeof todo)[number]) => {
     const dir = agentPaths(root, agent).dir;
     const staged = path.join(p.staging, agent);
     try {
@@ -156,6 +159,8 @@ async function mineMemPalace(root: string, settings: MineSettings, manifest: Pal
       out.failed.push(agent);
       appendEvent(root, { type: 'memory.mempalace-failed', op: 'mine', agent, error: errorMessage(err) });
     }
-  }
+  };
+  // Two at a time: MemPalace loads an embedding model per process; more would thrash.
+  for (let i = 0; i < todo.length; i += 2) await Promise.all(todo.slice(i, i + 2).map(mineOne));
   return out;
 }

@@ -18,11 +18,11 @@ export function labelledQueries(): LabelledQuery[] {
   return JSON.parse(fs.readFileSync(path.join(LABELLED, 'queries.json'), 'utf8')) as LabelledQuery[];
 }
 
-/** A hive root holding the labelled memories of `test/fixtures/memory/agents/`. */
-export async function labelledHive(): Promise<string> {
+/** A hive root holding the labelled memories of `test/fixtures/memory/agents/` (or some of them). */
+export async function labelledHive(only?: string[]): Promise<string> {
   const root = tempRoot();
   await ensureHive(root);
-  for (const agent of fs.readdirSync(path.join(LABELLED, 'agents')).sort()) {
+  for (const agent of only ?? fs.readdirSync(path.join(LABELLED, 'agents')).sort()) {
     await ensureAgent(root, { id: agent, brain: { kind: 'echo' } });
     fs.copyFileSync(path.join(LABELLED, 'agents', agent, 'memory.md'), agentPaths(root, agent).memory);
   }
