@@ -39,3 +39,26 @@ export function mineSettings(overrides: Partial<MineSettings> = {}): MineSetting
     ...overrides,
   };
 }
+
+const TOPICS = ['queue', 'router', 'inspector', 'backup', 'pricing', 'deploy', 'postgres', 'latency', 'hiring', 'license'];
+const VERBS = ['measured', 'fixed', 'planned', 'reviewed', 'documented', 'rolled back', 'benchmarked', 'discussed'];
+
+/**
+ * A memory.md with `entries` dated entries of ~1 KiB each; every `pinEvery`-th is pinned.
+ * Deterministic, so tests can compare bytes.
+ */
+export function bigMemory(name: string, entries: number, pinEvery = 0): string {
+  let text = `# ${name}\n\n## Memories\n\n`;
+  for (let i = 0; i < entries; i++) {
+    const topic = TOPICS[i % TOPICS.length]!;
+    const day = `2025-${String(1 + Math.floor(i / 28) % 12).padStart(2, '0')}-${String(1 + (i % 28)).padStart(2, '0')}`;
+    const pinned = pinEvery > 0 && i % pinEvery === 0;
+    const sentences: string[] = [];
+    for (let s = 0; s < 9; s++) {
+      const verb = VERBS[(i + s) % VERBS.length]!;
+      sentences.push(`We ${verb} the ${topic} work item ${i}.${s} with ${TOPICS[(i * 7 + s) % TOPICS.length]} owners and noted ${100 + ((i * 31 + s * 17) % 900)} follow-up details.`);
+    }
+    text += `## ${day} — ${topic} note ${i}${pinned ? ' <!-- PINNED -->' : ''}\n\n${sentences.join(' ')}\n\n`;
+  }
+  return text;
+}
