@@ -11,7 +11,7 @@ import { planCondense, verifyCondensed } from '../src/memory/condense.ts';
 import { parseMemory } from '../src/memory/format.ts';
 import { remember } from '../src/memory/remember.ts';
 import { countEntries, needsCondense } from '../src/memory/policy.ts';
-import { createPoolJobs } from '../src/memory/jobs.ts';
+import { createPoolJobs } from '../src/memory/pool.ts';
 
 const SETTINGS = { keepRecent: 5, targetBytes: 8_192, backupsKeep: 3 };
 

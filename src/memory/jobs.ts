@@ -1,10 +1,6 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { pathToFileURL } from 'node:url';
-import { Piscina } from 'piscina';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import { poolTaskFile } from '../supervisor/bundle.ts';
-import { workerExecArgv } from '../supervisor/worker-handle.ts';
 import type { MineWingResult, MineWingTask } from './mine-wing.ts';
 import type { SnapshotResult } from './snapshot.ts';
 import type { CondenseResult, CondenseTask } from './condense.ts';
@@ -12,9 +8,9 @@ import { runMemoryTask, type MemoryTask } from './task.ts';
 
 /**
  * Memory batch work (mining a wing, building the snapshot, condensing a memory) as
- * jobs. The hive runs them on one piscina pool in the main thread, shared by the miner
- * and the reflector (each reaches it through a MessagePort); tools without a hive
- * (the CLI, tests) make their own pool or run the jobs inline.
+ * jobs. The hive runs them on one piscina pool in the main thread (`pool.ts`), shared by
+ * the miner and the reflector (each reaches it through a MessagePort); tools without a
+ * hive (the CLI, tests) make their own pool or run the jobs inline.
  */
 export interface MemoryJobs {
   mineWing(task: MineWingTask): Promise<MineWingResult>;
@@ -23,7 +19,7 @@ export interface MemoryJobs {
   close(): Promise<void>;
 }
 
-function jobsFrom(run: (task: MemoryTask) => Promise<unknown>, close: () => Promise<void>): MemoryJobs {
+export function jobsFrom(run: (task: MemoryTask) => Promise<unknown>, close: () => Promise<void>): MemoryJobs {
   return {
     mineWing: (task) => run({ kind: 'mine-wing', task }) as Promise<MineWingResult>,
     snapshot: (root) => run({ kind: 'snapshot', root }) as Promise<SnapshotResult>,
@@ -35,39 +31,6 @@ function jobsFrom(run: (task: MemoryTask) => Promise<unknown>, close: () => Prom
 /** Runs jobs in the calling thread (tests, tiny hives). */
 export function inlineJobs(): MemoryJobs {
   return jobsFrom(async (task) => runMemoryTask(task), async () => undefined);
-}
-
-export interface PoolOptions {
-  maxThreads: number;
-  /** ms an idle pool thread lives (default 30 s). */
-  idleTimeoutMs?: number;
-}
-
-/**
- * A piscina pool running `src/memory/pool-task.ts` (compiled: pool threads need no tsx).
- * Threads start on the first job and leave when idle.
- * @example const jobs = createPoolJobs({ maxThreads: 2 }); await jobs.snapshot(root); await jobs.close();
- */
-export function createPoolJobs(options: PoolOptions): MemoryJobs {
-  let pool: Promise<Piscina> | null = null;
-  const get = () =>
-    (pool ??= poolTaskFile('src/memory/pool-task.ts').then(
-      (file) =>
-        new Piscina({
-          filename: pathToFileURL(file).href,
-          minThreads: 0,
-          maxThreads: options.maxThreads,
-          idleTimeout: options.idleTimeoutMs ?? 30_000,
-          execArgv: workerExecArgv(),
-        }),
-    ));
-  return jobsFrom(
-    async (task) => (await get()).run(task),
-    async () => {
-      if (pool) await (await pool).destroy();
-      pool = null;
-    },
-  );
 }
 
 interface JobsApi {

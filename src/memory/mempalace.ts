@@ -19,7 +19,7 @@ import type { MemoryMatch } from './search-index.ts';
 export interface MemPalaceSettings {
   enabled: boolean;
   /** A command name or path; default: `mempalace` on PATH. */
-  command?: string;
+  command?: string | undefined;
   /** Arguments before ours (e.g. a script for `node`). */
   args: string[];
   mineTimeoutMs: number;

@@ -26,10 +26,11 @@ import { moduleBrainUrl } from './bundle.ts';
 import { hostIdFor } from './placement.ts';
 import { HiveEvents } from './events.ts';
 import { startControlServer, type ControlServer } from './control.ts';
+import { MemoryActors } from '../memory/actors.ts';
 
 export interface ActorStatus {
   id: string;
-  kind: 'agent' | 'router' | 'passive';
+  kind: 'agent' | 'router' | 'passive' | 'miner' | 'reflector';
   brain: string;
   host: string | null;
   /** The actor's machine state (idle, fetching, thinking, committing, ...). */
@@ -74,9 +75,19 @@ export class Supervisor {
   private started = false;
   private wakeQueue = new Map<string, Set<string>>();
   private wakeScheduled = false;
+  /** The miner and the reflector (DESIGN §6), supervised like the router. */
+  readonly memory: MemoryActors;
 
   constructor(readonly config: HiveConfig) {
     this.root = config.root;
+    this.memory = new MemoryActors(config, config.supervisor.restart, this.events, (kind) => ({
+      onCrashed: (info) => this.onHostCrashed(kind, info),
+      onRestarted: (info) => {
+        appendEvent(this.root, { type: 'actor.restarted', host: kind, restarts: info.restarts, thread: info.threadId });
+        this.events.emit('restarted', { host: kind, agents: [], restarts: info.restarts, threadId: info.threadId });
+      },
+      onFailed: (info) => void this.onHostFailed(kind, info),
+    }));
   }
 
   // ---- lifecycle ---------------------------------------------------------------------
@@ -110,6 +121,7 @@ export class Supervisor {
       // Restore every actor (and replay its inbox) before routing starts (DESIGN §5).
       await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId)));
       await this.startRouter();
+      await this.memory.start();
       this.sendKickoff();
       this.control = await startControlServer(this.root, this);
       appendEvent(this.root, { type: 'hive.started', agents: runnable.length, pid: process.pid });
@@ -127,6 +139,7 @@ export class Supervisor {
     await this.control?.close();
     await this.router?.stop();
     await Promise.all([...this.hosts.values()].map((h) => h.stop()));
+    await this.memory.stop();
     appendEvent(this.root, { type: 'hive.stopped', pid: process.pid });
     await this.lock?.release();
     this.lock = null;
@@ -222,6 +235,7 @@ export class Supervisor {
       handled: 0,
       threadId: this.router?.handle?.threadId ?? null,
     });
+    rows.push(...this.memory.status());
     for (const r of [...this.agents.values()].sort((a, b) => a.entry.id.localeCompare(b.entry.id))) {
       const host = r.hostId ? this.hosts.get(r.hostId) : undefined;
       const cursor = host ? r.cursor : committedCursor(this.root, r.entry.id);
