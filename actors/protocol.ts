@@ -12,8 +12,11 @@ import type { MessagePort } from 'node:worker_threads';
 import type { BrainSpec } from '../src/config/schema.ts';
 import type { DurableTimer } from '../machines/agent.ts';
 import type { RestoreMode, SessionCaps } from '../src/session/types.ts';
+import type { MemoryConfig } from '../src/memory/config.ts';
+import type { MinePassResult } from '../src/memory/mine.ts';
+import type { ReflectResult } from '../src/memory/reflect.ts';
 
-export type HostKind = 'agent-host' | 'router-host';
+export type HostKind = 'agent-host' | 'router-host' | 'miner-host' | 'reflector-host';
 
 export interface AgentSettings {
   turnBatch: number;
@@ -44,6 +47,7 @@ export interface WorkerInit {
   events: MessagePort;
   agentSettings?: AgentSettings;
   routerSettings?: RouterSettingsInit;
+  memorySettings?: MemoryHostSettings;
 }
 
 /** An agent as a host starts it. */
@@ -123,6 +127,51 @@ export interface Delivery {
   conversation: string;
 }
 
+// ---- memory actors (miner, reflector) ------------------------------------------------
+
+export interface MemoryHostSettings {
+  memory: MemoryConfig;
+  /** Where relative command paths in `memory` resolve (the config file's folder). */
+  configDir: string;
+}
+
+export interface MinerInfo {
+  value: string;
+  passes: number;
+  lastMineAt: number | null;
+  lastError: string | null;
+}
+
+/** What both memory hosts answer. `attachJobs` hands over the shared pool's port (before `start`). */
+export interface MemoryHostApi {
+  attachJobs(port: MessagePort): void;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The miner host. `mine` resolves when a pass that started after the call has finished. */
+export interface MinerHostApi extends MemoryHostApi {
+  mine(force: boolean): Promise<{ result: MinePassResult | null; error: string | null }>;
+  /** A memory changed (e.g. `remember`): mine soon if it grew past the threshold. */
+  notify(agent: string): void;
+  status(): MinerInfo;
+}
+
+export interface ReflectorInfo {
+  value: string;
+  condensed: number;
+  aborted: number;
+  queued: number;
+}
+
+export interface ReflectorHostApi extends MemoryHostApi {
+  /** Queues a condense (forced: even below the thresholds); resolves with its result. */
+  condense(agent: string, force: boolean): Promise<ReflectResult>;
+  /** A memory changed: condense it if it is now oversized. */
+  notify(agent: string): void;
+  status(): ReflectorInfo;
+}
+
 /** One-way events from workers to the supervisor. */
 export type WorkerEvent =
   | { type: 'host.ready'; hostId: string; threadId: number }
@@ -143,6 +192,9 @@ export type WorkerEvent =
   | { type: 'outbox.written'; agent: string; count: number }
   | { type: 'router.delivered'; deliveries: Delivery[]; latenciesMs: number[] }
   | { type: 'router.rejected'; items: { sender: string; ref: string; error: string; code?: string }[] }
-  | { type: 'router.state'; value: string };
+  | { type: 'router.state'; value: string }
+  | { type: 'memory.state'; actor: 'miner' | 'reflector'; value: string }
+  | { type: 'memory.mined'; result: MinePassResult }
+  | { type: 'memory.condensed'; result: ReflectResult };
 
 export const READY: WorkerEvent['type'] = 'host.ready';

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { HiveError, describeValue } from '../errors.ts';
 import { AGENT_ID_PATTERN, RESERVED_IDS, isAgentId } from '../protocol/agent-id.ts';
 import { ACTS } from '../protocol/message.ts';
+import { MemoryConfigSchema } from '../memory/config.ts';
 
 /**
  * `hive.config.ts`: validated with zod. Every error names the config path
@@ -164,6 +165,8 @@ export const HiveConfigSchema = z
       .default({ maxLineBytes: 256 * 1024, deny: [] }),
     /** Messages sent once when the hive starts (ids are stable, so a restart does not resend). */
     kickoff: z.array(KickoffSchema).default([]),
+    /** Memory: the miner, the reflector, search (see src/memory/config.ts). */
+    memory: MemoryConfigSchema,
   })
   .strict()
   .superRefine((cfg, ctx) => {
@@ -197,7 +200,7 @@ function valueAt(input: unknown, p: PropertyKey[]): unknown {
 function expectationOf(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case 'invalid_type':
-      return issue.expected === 'object' ? 'an object' : `a ${issue.expected}`;
+      return issue.expected === 'object' ? 'an object' : issue.expected === 'int' ? 'an integer' : `a ${issue.expected}`;
     case 'too_small':
       if (issue.origin === 'string') return 'a non-empty string';
       if (issue.origin === 'number') return Number(issue.minimum) === 0 && !issue.inclusive ? 'a positive number' : `a number ≥ ${issue.minimum}`;

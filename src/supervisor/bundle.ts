@@ -27,11 +27,17 @@ function cacheDir(): string {
 
 const built = new Map<string, Promise<string>>();
 
-async function bundle(entry: string, name: string, external: boolean): Promise<string> {
+/**
+ * `split`: code reached only through `import()` goes to its own chunk files, loaded
+ * when first used. Agent hosts start ~15 ms faster when the memory search (MiniSearch,
+ * execa) that a brain may never call is not in their entry file.
+ */
+async function bundle(entry: string, name: string, external: boolean, split = false): Promise<string> {
   let result;
   try {
     result = await build({
       entryPoints: [entry],
+      ...(split ? { splitting: true, outdir: cacheDir(), entryNames: `${name}-[hash]`, chunkNames: 'chunk-[hash]', outExtension: { '.js': '.mjs' } } : {}),
       bundle: true,
       platform: 'node',
       format: 'esm',
@@ -48,6 +54,11 @@ async function bundle(entry: string, name: string, external: boolean): Promise<s
   } catch (err) {
     throw new HiveError('E_WORKER', `Cannot compile ${entry}: ${(err as Error).message}`, { cause: err });
   }
+  if (split) {
+    // Names carry content hashes: an existing file already holds these bytes.
+    for (const out of result.outputFiles) if (!fs.existsSync(out.path)) writeFileAtomic(out.path, out.contents, { durable: false });
+    return result.outputFiles.find((o) => path.basename(o.path).startsWith(`${name}-`))!.path;
+  }
   const code = result.outputFiles[0]!.contents;
   const hash = createHash('sha256').update(code).digest('hex').slice(0, 16);
   const file = path.join(cacheDir(), `${name}-${hash}.mjs`);
@@ -61,7 +72,23 @@ export function workerEntry(kind: string): Promise<string> {
   let p = built.get(key);
   if (!p) {
     // Dependencies bundled too: one file to parse instead of hundreds of modules to resolve.
-    p = bundle(path.join(REPO, 'actors', `${kind}.ts`), kind, false);
+    p = bundle(path.join(REPO, 'actors', `${kind}.ts`), kind, false, true);
+    built.set(key, p);
+    p.catch(() => built.delete(key));
+  }
+  return p;
+}
+
+/**
+ * Compiled file of a piscina task module (a repo-relative `.ts` path such as
+ * `src/memory/pool-task.ts`), dependencies bundled, built once per process: pool
+ * threads then run on Node 20 without tsx.
+ */
+export function poolTaskFile(relPath: string): Promise<string> {
+  const key = `task:${relPath}`;
+  let p = built.get(key);
+  if (!p) {
+    p = bundle(path.join(REPO, relPath), `task-${path.basename(relPath, '.ts')}`, false);
     built.set(key, p);
     p.catch(() => built.delete(key));
   }

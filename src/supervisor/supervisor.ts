@@ -31,10 +31,11 @@ import type { JsonLineServer } from '../net/json-line.ts';
 import { listQuestions, answerQuestion, type Question } from '../human/questions.ts';
 import { archiveSession, sweepOrphanSessions } from '../session/archive.ts';
 import { brainIdentity, writeSwitchOffer } from '../session/switch.ts';
+import { MemoryActors } from '../memory/actors.ts';
 
 export interface ActorStatus {
   id: string;
-  kind: 'agent' | 'router' | 'passive';
+  kind: 'agent' | 'router' | 'passive' | 'miner' | 'reflector';
   brain: string;
   host: string | null;
   /** The actor's machine state (idle, fetching, thinking, committing, ...). */
@@ -83,9 +84,19 @@ export class Supervisor {
   private started = false;
   private wakeQueue = new Map<string, Set<string>>();
   private wakeScheduled = false;
+  /** The miner and the reflector (DESIGN §6), supervised like the router. */
+  readonly memory: MemoryActors;
 
   constructor(readonly config: HiveConfig) {
     this.root = config.root;
+    this.memory = new MemoryActors(config, config.supervisor.restart, this.events, (kind) => ({
+      onCrashed: (info) => this.onHostCrashed(kind, info),
+      onRestarted: (info) => {
+        appendEvent(this.root, { type: 'actor.restarted', host: kind, restarts: info.restarts, thread: info.threadId });
+        this.events.emit('restarted', { host: kind, agents: [], restarts: info.restarts, threadId: info.threadId });
+      },
+      onFailed: (info) => void this.onHostFailed(kind, info),
+    }));
   }
 
   // ---- lifecycle ---------------------------------------------------------------------
@@ -122,6 +133,7 @@ export class Supervisor {
       // Restore every actor (and replay its inbox) before routing starts (DESIGN §5).
       await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId)));
       await this.startRouter();
+      await this.memory.start();
       this.sendKickoff();
       this.control = await startControlServer(this.root, this);
       this.hooks = await startHooksServer(this.root, {
@@ -152,6 +164,7 @@ export class Supervisor {
     await this.hooks?.close();
     await this.router?.stop();
     await Promise.all([...this.hosts.values()].map((h) => h.stop()));
+    await this.memory.stop();
     appendEvent(this.root, { type: 'hive.stopped', pid: process.pid });
     await this.lock?.release();
     this.lock = null;
@@ -294,6 +307,7 @@ export class Supervisor {
       threadId: this.router?.handle?.threadId ?? null,
       conversation: null,
     });
+    rows.push(...this.memory.status());
     for (const r of [...this.agents.values()].sort((a, b) => a.entry.id.localeCompare(b.entry.id))) {
       const host = r.hostId ? this.hosts.get(r.hostId) : undefined;
       const cursor = host ? r.cursor : committedCursor(this.root, r.entry.id);
