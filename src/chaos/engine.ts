@@ -93,76 +93,84 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const workload = new Workload(root, agentIds, rng, (r, a, text) => remember(r, a, text));
   const ctx: FaultContext = { root, child, rng, workload, agents: agentIds, garbage: new Set(), records: [], recoveryTimeoutMs: 20_000 };
   const t0 = Date.now();
-  await child.start();
-  log(`chaos: hive up at ${root} (${agentIds.length} agents), seed ${options.seed}`);
+  try {
+    return await drive();
+  } finally {
+    await child.kill(); // no-op after a clean stop; no hive process outlives a failed run
+  }
 
-  let running = true;
-  const interval = 1000 / (options.rate ?? 40);
-  const traffic = (async () => {
-    while (running) {
-      await workload.tick();
-      await new Promise((r) => setTimeout(r, interval));
+  async function drive(): Promise<ChaosReport> {
+    await child.start();
+    log(`chaos: hive up at ${root} (${agentIds.length} agents), seed ${options.seed}`);
+
+    let running = true;
+    const interval = 1000 / (options.rate ?? 40);
+    const traffic = (async () => {
+      while (running) {
+        await workload.tick();
+        await new Promise((r) => setTimeout(r, interval));
+      }
+    })();
+
+    const faults = plan(rng, Math.max(FAULT_KINDS.length, Math.round(options.durationMs / 1_500)));
+    const end = t0 + options.durationMs;
+    let slowActive = false;
+    for (let i = 0; i < faults.length; ) {
+      if (Date.now() >= end && i >= FAULT_KINDS.length) break;
+      await new Promise((r) => setTimeout(r, rng.int(150, 600)));
+      const kind = faults[i]!;
+      i += 1;
+      log(`chaos: ${kind}`);
+      if (kind === 'supervisor-kill' || WHILE_DOWN.has(kind)) {
+        const riders: FaultKind[] = WHILE_DOWN.has(kind) ? [kind] : [];
+        if (kind === 'supervisor-kill' && rng.next() < 0.5) riders.push(rng.pick(['journal-truncate', 'stale-lock'] as const));
+        const slow = riders.includes('slow-disk');
+        await supervisorKill(ctx, riders, slow);
+        slowActive = slow;
+      } else if (kind === 'worker-terminate') await workerTerminate(ctx);
+      else if (kind === 'brain-throw') await brainThrow(ctx);
+      else if (kind === 'garbage-inbox') await garbageInbox(ctx);
+      else if (kind === 'garbage-outbox') await garbageOutbox(ctx);
     }
-  })();
+    while (Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    running = false;
+    await traffic;
+    if (slowActive) await supervisorKill(ctx, [], false);
 
-  const faults = plan(rng, Math.max(FAULT_KINDS.length, Math.round(options.durationMs / 1_500)));
-  const end = t0 + options.durationMs;
-  let slowActive = false;
-  for (let i = 0; i < faults.length; ) {
-    if (Date.now() >= end && i >= FAULT_KINDS.length) break;
-    await new Promise((r) => setTimeout(r, rng.int(150, 600)));
-    const kind = faults[i]!;
-    i += 1;
-    log(`chaos: ${kind}`);
-    if (kind === 'supervisor-kill' || WHILE_DOWN.has(kind)) {
-      const riders: FaultKind[] = WHILE_DOWN.has(kind) ? [kind] : [];
-      if (kind === 'supervisor-kill' && rng.next() < 0.5) riders.push(rng.pick(['journal-truncate', 'stale-lock'] as const));
-      const slow = riders.includes('slow-disk');
-      await supervisorKill(ctx, riders, slow);
-      slowActive = slow;
-    } else if (kind === 'worker-terminate') await workerTerminate(ctx);
-    else if (kind === 'brain-throw') await brainThrow(ctx);
-    else if (kind === 'garbage-inbox') await garbageInbox(ctx);
-    else if (kind === 'garbage-outbox') await garbageOutbox(ctx);
-  }
-  while (Date.now() < end) await new Promise((r) => setTimeout(r, 50));
-  running = false;
-  await traffic;
-  if (slowActive) await supervisorKill(ctx, [], false);
+    // Drain: answer the people's questions until every request has its reply.
+    const drainEnd = Date.now() + 60_000;
+    const { listInbox } = await import('../queue/inbox.ts');
+    while (Date.now() < drainEnd) {
+      workload.answerQuestions();
+      if (listInbox(root, CLIENT).length >= workload.requests.size) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    const stopped = await child.stop();
+    const final = (stopped.status as { actors?: { id: string; kind: string; status: string }[] } | null) ?? null;
+    const invariants = checkInvariants(root, workload, agentIds, final, ctx.garbage);
+    if (stopped.code !== 0) invariants.push({ name: 'graceful stop', held: false, detail: `the hive exited with code ${stopped.code}` });
 
-  // Drain: answer the people's questions until every request has its reply.
-  const drainEnd = Date.now() + 60_000;
-  const { listInbox } = await import('../queue/inbox.ts');
-  while (Date.now() < drainEnd) {
-    workload.answerQuestions();
-    if (listInbox(root, CLIENT).length >= workload.requests.size) break;
-    await new Promise((r) => setTimeout(r, 100));
+    const faultsByKind = Object.fromEntries(FAULT_KINDS.map((k) => [k, { injected: 0, recovered: 0 }])) as ChaosReport['faults'];
+    for (const r of ctx.records) {
+      faultsByKind[r.kind].injected += 1;
+      if (r.recoveryMs !== null) faultsByKind[r.kind].recovered += 1;
+    }
+    const recoveries = ctx.records.filter((r) => r.recoveryMs !== null && r.kind !== 'garbage-inbox' && r.kind !== 'garbage-outbox').map((r) => r.recoveryMs!);
+    return {
+      ok: invariants.every((i) => i.held),
+      seed: options.seed,
+      root,
+      durationMs: Date.now() - t0,
+      agents: agentIds.length,
+      workload: { requests: workload.requests.size, broadcasts: workload.broadcasts.length, memoryEntries: workload.memory.length, answers: workload.answers.size },
+      faults: faultsByKind,
+      recoveryMs: { p50: percentile(recoveries, 50), max: percentile(recoveries, 100), samples: recoveries.length },
+      invariants,
+      events: ctx.records,
+      exitCode: stopped.code,
+    };
   }
-  await new Promise((r) => setTimeout(r, 300));
-  const stopped = await child.stop();
-  const final = (stopped.status as { actors?: { id: string; kind: string; status: string }[] } | null) ?? null;
-  const invariants = checkInvariants(root, workload, agentIds, final, ctx.garbage);
-  if (stopped.code !== 0) invariants.push({ name: 'graceful stop', held: false, detail: `the hive exited with code ${stopped.code}` });
-
-  const faultsByKind = Object.fromEntries(FAULT_KINDS.map((k) => [k, { injected: 0, recovered: 0 }])) as ChaosReport['faults'];
-  for (const r of ctx.records) {
-    faultsByKind[r.kind].injected += 1;
-    if (r.recoveryMs !== null) faultsByKind[r.kind].recovered += 1;
-  }
-  const recoveries = ctx.records.filter((r) => r.recoveryMs !== null && r.kind !== 'garbage-inbox' && r.kind !== 'garbage-outbox').map((r) => r.recoveryMs!);
-  return {
-    ok: invariants.every((i) => i.held),
-    seed: options.seed,
-    root,
-    durationMs: Date.now() - t0,
-    agents: agentIds.length,
-    workload: { requests: workload.requests.size, broadcasts: workload.broadcasts.length, memoryEntries: workload.memory.length, answers: workload.answers.size },
-    faults: faultsByKind,
-    recoveryMs: { p50: percentile(recoveries, 50), max: percentile(recoveries, 100), samples: recoveries.length },
-    invariants,
-    events: ctx.records,
-    exitCode: stopped.code,
-  };
 }
 
 /** The report as text. */

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import lockfile from 'proper-lockfile';
 import { agentPaths, type AgentPaths } from '../layout/paths.ts';
-import { TMP_PREFIX, fsyncDir, listDir, syncFd } from '../fs/atomic.ts';
+import { fsyncDir, listDir, syncFd, tempNameFor } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { encodeMessage } from './outbox.ts';
@@ -229,7 +229,7 @@ function syncFile(file: string): void {
 }
 
 function writeTemp(dir: string, name: string, data: string): string {
-  const temp = path.join(dir, `${TMP_PREFIX}${name}-${randomBytes(4).toString('hex')}`);
+  const temp = tempNameFor(path.join(dir, name));
   const fd = fs.openSync(temp, 'w', 0o644);
   try {
     fs.writeFileSync(fd, data);

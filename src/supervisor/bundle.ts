@@ -32,10 +32,53 @@ const built = new Map<string, Promise<string>>();
  * when first used. Agent hosts start ~15 ms faster when the memory search (MiniSearch,
  * execa) that a brain may never call is not in their entry file.
  */
+interface Manifest {
+  /** Every output file of the build (entry first). */
+  outputs: string[];
+  /** Every input file with `mtimeMs:size` when it was built. */
+  inputs: Record<string, string>;
+}
+
+function stamp(file: string): string {
+  try {
+    const st = fs.statSync(file);
+    return `${st.mtimeMs}:${st.size}`;
+  } catch {
+    return 'missing';
+  }
+}
+
+/**
+ * A build from an earlier process is reused when none of its inputs changed (a stat per
+ * input file, a few ms): a supervisor restart skips esbuild entirely.
+ */
+function cachedBuild(name: string): string | null {
+  try {
+    const m = JSON.parse(fs.readFileSync(path.join(cacheDir(), `${name}.manifest.json`), 'utf8')) as Manifest;
+    if (!m.outputs.every((o) => fs.existsSync(o))) return null;
+    for (const [file, s] of Object.entries(m.inputs)) if (stamp(file) !== s) return null;
+    return m.outputs[0]!;
+  } catch {
+    return null;
+  }
+}
+
+function saveManifest(name: string, outputs: string[], metafile: { inputs: Record<string, unknown> }): void {
+  const inputs: Record<string, string> = {};
+  for (const rel of Object.keys(metafile.inputs)) {
+    const abs = path.resolve(process.cwd(), rel);
+    inputs[abs] = stamp(abs);
+  }
+  writeFileAtomic(path.join(cacheDir(), `${name}.manifest.json`), JSON.stringify({ outputs, inputs } satisfies Manifest), { durable: false });
+}
+
 async function bundle(entry: string, name: string, external: boolean, split = false): Promise<string> {
+  const cached = cachedBuild(name);
+  if (cached) return cached;
   let result;
   try {
     result = await build({
+      metafile: true,
       entryPoints: [entry],
       ...(split ? { splitting: true, outdir: cacheDir(), entryNames: `${name}-[hash]`, chunkNames: 'chunk-[hash]', outExtension: { '.js': '.mjs' } } : {}),
       bundle: true,
@@ -57,12 +100,15 @@ async function bundle(entry: string, name: string, external: boolean, split = fa
   if (split) {
     // Names carry content hashes: an existing file already holds these bytes.
     for (const out of result.outputFiles) if (!fs.existsSync(out.path)) writeFileAtomic(out.path, out.contents, { durable: false });
-    return result.outputFiles.find((o) => path.basename(o.path).startsWith(`${name}-`))!.path;
+    const main = result.outputFiles.find((o) => path.basename(o.path).startsWith(`${name}-`))!.path;
+    saveManifest(name, [main, ...result.outputFiles.map((o) => o.path).filter((o) => o !== main)], result.metafile);
+    return main;
   }
   const code = result.outputFiles[0]!.contents;
   const hash = createHash('sha256').update(code).digest('hex').slice(0, 16);
   const file = path.join(cacheDir(), `${name}-${hash}.mjs`);
   if (!fs.existsSync(file)) writeFileAtomic(file, code, { durable: false });
+  saveManifest(name, [file], result.metafile);
   return file;
 }
 
@@ -106,7 +152,8 @@ export async function moduleBrainUrl(file: string): Promise<string> {
   const key = `brain:${file}:${stat.mtimeMs}:${stat.size}`;
   let p = built.get(key);
   if (!p) {
-    p = bundle(file, `brain-${path.basename(file).replace(/\W+/g, '_')}`, false);
+    const id = createHash('sha256').update(file).digest('hex').slice(0, 8);
+    p = bundle(file, `brain-${path.basename(file).replace(/\W+/g, '_')}-${id}`, false);
     built.set(key, p);
     p.catch(() => built.delete(key));
   }
