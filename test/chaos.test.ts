@@ -22,14 +22,14 @@ describe('chaos engine', () => {
   }, 120_000);
 
   it('catches a planted bug: the cursor committed before the state', async () => {
-    const report = await runChaos({ config, durationMs: 8_000, seed: 7, root: tempDir(), env: { HIVE_TEST_PLANT: 'cursor-before-state' } });
+    const report = await runChaos({ config, durationMs: 6_000, seed: 7, root: tempDir(), faults: ['supervisor-kill'], env: { HIVE_TEST_PLANT: 'cursor-before-state' } });
     expect(report.ok).toBe(false);
     const failed = report.invariants.filter((i) => !i.held).map((i) => i.name);
     expect(failed.some((n) => n === 'every request answered exactly once' || n === 'none handled twice')).toBe(true);
   }, 120_000);
 
   it('catches a planted bug: re-delivery without the idempotency check', async () => {
-    const report = await runChaos({ config, durationMs: 8_000, seed: 11, root: tempDir(), env: { HIVE_TEST_PLANT: 'no-idempotency' } });
+    const report = await runChaos({ config, durationMs: 6_000, seed: 11, root: tempDir(), faults: ['supervisor-kill'], env: { HIVE_TEST_PLANT: 'no-idempotency' } });
     expect(report.ok).toBe(false);
     expect(report.invariants.filter((i) => !i.held).map((i) => i.name)).toContain('none handled twice');
   }, 120_000);
