@@ -29,7 +29,7 @@ describe('chaos engine', () => {
   }, 120_000);
 
   it('catches a planted bug: re-delivery without the idempotency check', async () => {
-    const report = await runChaos({ config, durationMs: 6_000, seed: 11, root: tempDir(), faults: ['supervisor-kill'], env: { HIVE_TEST_PLANT: 'no-idempotency' } });
+    const report = await runChaos({ config, durationMs: 8_000, seed: 11, root: tempDir(), faults: ['supervisor-kill'], env: { HIVE_TEST_PLANT: 'no-idempotency' } });
     expect(report.ok).toBe(false);
     expect(report.invariants.filter((i) => !i.held).map((i) => i.name)).toContain('none handled twice');
   }, 120_000);

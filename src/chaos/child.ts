@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { HiveError } from '../errors.ts';
+import { repoRoot } from '../repo-root.ts';
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const REPO = repoRoot();
 const CHILD = path.join(REPO, 'scripts', 'chaos', 'child.ts');
 
 export interface ChildEvent {

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ensureAgent, ensureHive } from '../layout/ensure.ts';
 import type { HiveConfig } from '../config/schema.ts';
 import { remember } from '../memory/remember.ts';
@@ -10,8 +9,9 @@ import { createRng } from './rng.ts';
 import { CLIENT, Workload } from './workload.ts';
 import { FAULT_KINDS, WHILE_DOWN, brainThrow, garbageInbox, garbageOutbox, supervisorKill, workerTerminate, type FaultContext, type FaultKind, type FaultRecord } from './faults.ts';
 import { checkInvariants, type Invariant } from './invariants.ts';
+import { repoRoot } from '../repo-root.ts';
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const REPO = repoRoot();
 const BRAIN = path.join(REPO, 'scripts', 'chaos', 'brain.ts');
 
 export interface ChaosOptions {

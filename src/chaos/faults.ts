@@ -143,6 +143,9 @@ export async function supervisorKill(ctx: FaultContext, riders: FaultKind[], slo
     () => true,
     () => false,
   );
+  // A retrying client resends its last requests once the hive is back (same ids).
+  await new Promise((r) => setTimeout(r, 300));
+  ctx.workload.resendRecent();
   record(ctx, 'supervisor-kill', t0, restarted, slow ? 'restarted with a slow disk' : 'restarted');
   for (const r of riders) record(ctx, r, t0, restarted, notes.shift() ?? (r === 'slow-disk' ? 'fsync delayed 4 ms until the next restart' : ''));
 }

@@ -16,6 +16,7 @@ export class Workload {
   readonly broadcasts: string[] = [];
   readonly memory: { agent: string; marker: string }[] = [];
   readonly answers = new Map<string, { question: string; to: string }>();
+  private readonly recent: HiveMessage[] = [];
   private n = 0;
 
   constructor(
@@ -32,7 +33,20 @@ export class Workload {
     const m = createMessage({ from: CLIENT, to, act: 'request', body });
     writeOutbox(this.root, [m]);
     this.requests.set(m.id, { to, kind });
+    this.recent.push(m);
+    if (this.recent.length > 40) this.recent.shift();
     return m;
+  }
+
+  /**
+   * A retrying client: after an outage it sends its last requests again, with the same
+   * ids, because it cannot know which were routed. Delivery must drop the copies.
+   */
+  resendRecent(count = 10): number {
+    // Not the newest: those may still wait in the outbox. Older ones were surely routed.
+    const again = this.recent.slice(0, count);
+    writeOutbox(this.root, again);
+    return again.length;
   }
 
   broadcast(): HiveMessage {

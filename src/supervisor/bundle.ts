@@ -2,10 +2,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { writeFileAtomic } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
+import { repoRoot } from '../repo-root.ts';
 
 /**
  * Workers run compiled JavaScript. Measured on Node 20 (2 cores): a worker that
@@ -16,7 +17,7 @@ import { HiveError } from '../errors.ts';
  * import that file directly (DESIGN §1: "or run compiled JS").
  */
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const REPO = repoRoot();
 
 function cacheDir(): string {
   const inRepo = path.join(REPO, 'node_modules', '.cache', 'hive');

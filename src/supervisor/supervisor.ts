@@ -4,7 +4,7 @@ import { MessageChannel } from 'node:worker_threads';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import type { AgentHostApi, AgentSettings, HostedAgentSpec, RouterHostApi, WorkerEvent } from '../../actors/protocol.ts';
 import { AgentConfigSchema, BrainSchema, type AgentConfig, type BrainSpec, type HiveConfig } from '../config/schema.ts';
-import { ensureAgent, ensureHive } from '../layout/ensure.ts';
+import { ensureAgent, ensureAgents, ensureHive } from '../layout/ensure.ts';
 import { agentPaths, hivePaths } from '../layout/paths.ts';
 import { acquireHiveLock, type HiveLock } from '../lock/hive-lock.ts';
 import { readRegistry, updateRegistry, type RegistryEntry } from '../registry/registry.ts';
@@ -110,7 +110,11 @@ export class Supervisor {
     try {
       await ensureHive(this.root);
       const before = readRegistry(this.root);
-      for (const a of this.config.agents) await ensureAgent(this.root, { id: a.id, name: a.name ?? a.id, role: a.role ?? 'agent', brain: a.brain }, 'config');
+      await ensureAgents(
+        this.root,
+        this.config.agents.map((a) => ({ id: a.id, name: a.name ?? a.id, role: a.role ?? 'agent', brain: a.brain })),
+        'config',
+      );
       for (const a of this.config.agents) await this.noticeProviderSwitch(a.id, before.agents[a.id]?.brain, a.brain);
       this.sweepOrphans();
       sweepOrphanSessions(this.root);
