@@ -5,7 +5,7 @@ import { HiveError } from '../errors.ts';
 import { repoRoot } from '../repo-root.ts';
 
 const REPO = repoRoot();
-const CHILD = path.join(REPO, 'scripts', 'chaos', 'child.ts');
+const BIN = path.join(REPO, 'scripts', 'hive.mjs');
 
 export interface ChildEvent {
   event: string;
@@ -13,7 +13,7 @@ export interface ChildEvent {
   [key: string]: unknown;
 }
 
-/** The hive under chaos, as a process the engine can SIGKILL and start again. */
+/** The hive under chaos (`hive start --json`), as a process the engine can SIGKILL and start again. */
 export class ChaosChild {
   private proc: ChildProcess | null = null;
   private listeners = new Set<(e: ChildEvent) => void>();
@@ -28,7 +28,8 @@ export class ChaosChild {
   /** Starts the supervisor and resolves at its ready line (every actor restored, routing). */
   async start(extraEnv: Record<string, string> = {}, timeoutMs = 30_000): Promise<number> {
     const t0 = Date.now();
-    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, this.configFile], {
+    // The real `hive start`, in machine-readable mode: what an operator would run.
+    const proc = spawn(process.execPath, [BIN, 'start', '--config', this.configFile, '--json', '--quiet'], {
       cwd: REPO,
       env: { ...process.env, ...this.baseEnv, ...extraEnv },
       stdio: ['ignore', 'pipe', 'pipe'],

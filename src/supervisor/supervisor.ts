@@ -104,9 +104,17 @@ export class Supervisor {
   async start(): Promise<void> {
     if (this.started) throw new HiveError('E_STOPPED', 'This hive was already started; create a new one');
     this.started = true;
+    const phases: Record<string, number> = {};
+    let mark = performance.now();
+    const phase = (name: string) => {
+      const now = performance.now();
+      phases[name] = Math.round(now - mark);
+      mark = now;
+    };
     this.lock = await acquireHiveLock(this.root, {
       onCompromised: (err) => appendEvent(this.root, { type: 'hive.lock-compromised', error: err.message }),
     });
+    phase('lock');
     try {
       await ensureHive(this.root);
       const before = readRegistry(this.root);
@@ -116,8 +124,10 @@ export class Supervisor {
         'config',
       );
       for (const a of this.config.agents) await this.noticeProviderSwitch(a.id, before.agents[a.id]?.brain, a.brain);
+      phase('ensure');
       this.sweepOrphans();
       sweepOrphanSessions(this.root);
+      phase('sweep');
       const registry = readRegistry(this.root);
       const hostOf = new Map(this.config.agents.map((a) => [a.id, a.host]));
       for (const entry of Object.values(registry.agents)) {
@@ -134,10 +144,14 @@ export class Supervisor {
         r.hostId = hostId;
         this.members.set(hostId, [...(this.members.get(hostId) ?? []), r.entry.id]);
       }
+      phase('plan');
       // Restore every actor (and replay its inbox) before routing starts (DESIGN §5).
       await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId)));
+      phase('hosts');
       await this.startRouter();
+      phase('router');
       await this.memory.start();
+      phase('memory');
       this.sendKickoff();
       this.control = await startControlServer(this.root, this);
       this.hooks = await startHooksServer(this.root, {
@@ -152,7 +166,8 @@ export class Supervisor {
           if (r) r.cursor = cursor;
         },
       });
-      appendEvent(this.root, { type: 'hive.started', agents: runnable.length, pid: process.pid });
+      phase('sockets');
+      appendEvent(this.root, { type: 'hive.started', agents: runnable.length, pid: process.pid, phases_ms: phases });
       this.events.emit('ready', { root: this.root, agents: runnable.length });
     } catch (err) {
       await this.close().catch(() => undefined);
