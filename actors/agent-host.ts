@@ -12,6 +12,9 @@ import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 import { appendEvent } from '../src/log/event-log.ts';
 import { startWorkerTelemetry } from '../src/telemetry/worker.ts';
+import { otelEnvFor } from '../src/telemetry/env.ts';
+import { resolveSocketPath } from '../src/net/socket-path.ts';
+import { HOOKS_SOCKET } from '../src/hooks/socket-name.ts';
 
 const init = workerData as WorkerInit;
 const actors = new Map<string, AgentActor>();
@@ -41,7 +44,12 @@ async function startOne(spec: HostedAgentSpec): Promise<ActorInfo> {
     agentId: spec.id,
     agentName: spec.name,
     agentDir: agentPaths(init.root, spec.id).dir,
+    hooksSock: resolveSocketPath(init.root, HOOKS_SOCKET),
     ...(spec.moduleUrl ? { moduleUrl: spec.moduleUrl } : {}),
+    // Provider processes (command brains) export their own telemetry next to the hive's.
+    ...(init.telemetry?.otlpEndpoint
+      ? { extraEnv: otelEnvFor({ id: spec.id, name: spec.name }, { otlpEndpoint: init.telemetry.otlpEndpoint, serviceName: init.telemetry.serviceName }) }
+      : {}),
   });
   const actor = new AgentActor({
     root: init.root,

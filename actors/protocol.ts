@@ -12,11 +12,18 @@ import type { MessagePort } from 'node:worker_threads';
 import type { BrainSpec } from '../src/config/schema.ts';
 import type { DurableTimer } from '../machines/agent.ts';
 import type { WorkerTelemetryInit } from '../src/telemetry/worker.ts';
+import type { RestoreMode, SessionCaps } from '../src/session/types.ts';
+import type { MemoryConfig } from '../src/memory/config.ts';
+import type { MinePassResult } from '../src/memory/mine.ts';
+import type { ReflectResult } from '../src/memory/reflect.ts';
 
-export type HostKind = 'agent-host' | 'router-host';
+export type HostKind = 'agent-host' | 'router-host' | 'miner-host' | 'reflector-host';
 
 export interface AgentSettings {
   turnBatch: number;
+  /** In-place retries of a failed brain turn before the worker is let crash. */
+  brainRetries: number;
+  sessionCaps: SessionCaps;
   poisonAfter: number;
   doneCap: number;
   inboxPollMs: number;
@@ -43,6 +50,7 @@ export interface WorkerInit {
   routerSettings?: RouterSettingsInit;
   /** Set when telemetry is on: the worker starts its own tracer provider. */
   telemetry?: WorkerTelemetryInit;
+  memorySettings?: MemoryHostSettings;
 }
 
 /** An agent as a host starts it. */
@@ -66,6 +74,8 @@ export interface ActorInfo {
   turns: number;
   timers: DurableTimer[];
   restoredFrom: 'state' | 'fresh' | null;
+  /** How much of its conversation a conversational brain got back (restore cascade). */
+  conversation: RestoreMode | null;
 }
 
 /**
@@ -130,6 +140,51 @@ export interface ActorContextSummary {
   brainState: string;
 }
 
+// ---- memory actors (miner, reflector) ------------------------------------------------
+
+export interface MemoryHostSettings {
+  memory: MemoryConfig;
+  /** Where relative command paths in `memory` resolve (the config file's folder). */
+  configDir: string;
+}
+
+export interface MinerInfo {
+  value: string;
+  passes: number;
+  lastMineAt: number | null;
+  lastError: string | null;
+}
+
+/** What both memory hosts answer. `attachJobs` hands over the shared pool's port (before `start`). */
+export interface MemoryHostApi {
+  attachJobs(port: MessagePort): void;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The miner host. `mine` resolves when a pass that started after the call has finished. */
+export interface MinerHostApi extends MemoryHostApi {
+  mine(force: boolean): Promise<{ result: MinePassResult | null; error: string | null }>;
+  /** A memory changed (e.g. `remember`): mine soon if it grew past the threshold. */
+  notify(agent: string): void;
+  status(): MinerInfo;
+}
+
+export interface ReflectorInfo {
+  value: string;
+  condensed: number;
+  aborted: number;
+  queued: number;
+}
+
+export interface ReflectorHostApi extends MemoryHostApi {
+  /** Queues a condense (forced: even below the thresholds); resolves with its result. */
+  condense(agent: string, force: boolean): Promise<ReflectResult>;
+  /** A memory changed: condense it if it is now oversized. */
+  notify(agent: string): void;
+  status(): ReflectorInfo;
+}
+
 /** One-way events from workers to the supervisor. */
 export type WorkerEvent =
   | { type: 'host.ready'; hostId: string; threadId: number }
@@ -151,6 +206,9 @@ export type WorkerEvent =
   | { type: 'router.delivered'; deliveries: Delivery[]; latenciesMs: number[] }
   | { type: 'router.rejected'; items: { sender: string; ref: string; error: string; code?: string }[] }
   | { type: 'router.state'; value: string }
-  | { type: 'actor.context'; agent: string; context: ActorContextSummary };
+  | { type: 'actor.context'; agent: string; context: ActorContextSummary }
+  | { type: 'memory.state'; actor: 'miner' | 'reflector'; value: string }
+  | { type: 'memory.mined'; result: MinePassResult }
+  | { type: 'memory.condensed'; result: ReflectResult };
 
 export const READY: WorkerEvent['type'] = 'host.ready';

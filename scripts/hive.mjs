@@ -1,9 +1,87 @@
 #!/usr/bin/env node
-// The `hive` command. Loads the TypeScript sources through tsx, so it runs from a
-// checkout with no build step: `npx hive ...`.
-import { register } from 'tsx/esm/api';
+// The `hive` command. Runs from a checkout with no build step (`npx hive ...`):
+// the CLI's TypeScript is compiled by esbuild into node_modules/.cache/hive/ and reused
+// while none of its inputs changed (a stat per input), so a call starts in ~0.2 s
+// instead of ~0.7 s through tsx's loader. tsx is still used for what users write in
+// TypeScript (hive.config.ts, module brains), and is the fallback if compiling fails.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
-register();
-const { runCli } = await import('../src/cli/main.ts');
-const code = await runCli(process.argv.slice(2));
-process.exitCode = code;
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ENTRY = path.join(REPO, 'src', 'cli', 'main.ts');
+const CACHE = path.join(REPO, 'node_modules', '.cache', 'hive');
+const MANIFEST = path.join(CACHE, 'cli.manifest.json');
+
+function stamp(file) {
+  try {
+    const st = fs.statSync(file);
+    return `${st.mtimeMs}:${st.size}`;
+  } catch {
+    return 'missing';
+  }
+}
+
+function cached() {
+  try {
+    const m = JSON.parse(fs.readFileSync(MANIFEST, 'utf8'));
+    if (!m.outputs.every((f) => fs.existsSync(f))) return null;
+    for (const [file, s] of Object.entries(m.inputs)) if (stamp(file) !== s) return null;
+    return m.outputs[0];
+  } catch {
+    return null;
+  }
+}
+
+async function compile() {
+  const { build } = await import('esbuild');
+  // Split: each command's code (and the packages only it imports) loads when it runs.
+  const result = await build({
+    entryPoints: [ENTRY],
+    bundle: true,
+    splitting: true,
+    outdir: path.join(CACHE, 'cli'),
+    entryNames: 'cli-[hash]',
+    chunkNames: 'cli-chunk-[hash]',
+    outExtension: { '.js': '.mjs' },
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    write: false,
+    metafile: true,
+    logLevel: 'silent',
+    absWorkingDir: REPO,
+  });
+  fs.mkdirSync(path.join(CACHE, 'cli'), { recursive: true });
+  for (const out of result.outputFiles) {
+    if (fs.existsSync(out.path)) continue; // names carry content hashes
+    const tmp = `${out.path}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, out.contents);
+    fs.renameSync(tmp, out.path);
+  }
+  const entry = result.outputFiles.find((o) => path.basename(o.path).startsWith('cli-') && !path.basename(o.path).startsWith('cli-chunk-')).path;
+  const outputs = [entry, ...result.outputFiles.map((o) => o.path).filter((p) => p !== entry)];
+  const inputs = {};
+  for (const rel of Object.keys(result.metafile.inputs)) inputs[path.resolve(REPO, rel)] = stamp(path.resolve(REPO, rel));
+  const tmp = `${MANIFEST}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify({ outputs, inputs }));
+  fs.renameSync(tmp, MANIFEST);
+  return entry;
+}
+
+async function loadCli() {
+  if (!fs.existsSync(path.join(REPO, 'node_modules'))) throw new Error('node_modules missing: run npm install');
+  try {
+    const file = cached() ?? (await compile());
+    return await import(pathToFileURL(file).href);
+  } catch (err) {
+    if (process.env.HIVE_DEBUG) process.stderr.write(`hive: compiled CLI unavailable (${err.message}); using tsx\n`);
+    const { register } = await import('tsx/esm/api');
+    register();
+    return import(pathToFileURL(ENTRY).href);
+  }
+}
+
+const { runCli } = await loadCli();
+process.exitCode = await runCli(process.argv.slice(2));

@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   E_WORKER: 'A worker thread failed',
   E_HOOK: 'A hook event was rejected',
   E_NOT_FOUND: 'The requested item does not exist',
+  E_CONFLICT: 'The operation conflicts with the current state',
   E_HOP_CAP: 'A message passed the hop cap (a reply loop)',
   E_POISON: 'A message crashed its brain too many times in a row',
 } as const;

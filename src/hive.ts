@@ -4,6 +4,12 @@ import type { HiveMessage, HiveMessageInput } from './protocol/message.ts';
 import { Supervisor, type ActorStatus } from './supervisor/supervisor.ts';
 import type { HiveEventMap, HiveEventName } from './supervisor/events.ts';
 import type { ObserveOptions } from './telemetry/observer.ts';
+import type { Question } from './human/questions.ts';
+import { remember, type MemoryInput, type RememberOptions, type Remembered } from './memory/remember.ts';
+import { searchMemory, type MemorySearchOptions, type MemorySearchResult } from './memory/search.ts';
+import { memoryStatus, type MemoryStatus } from './memory/status.ts';
+import type { MinePassResult } from './memory/mine.ts';
+import type { ReflectResult } from './memory/reflect.ts';
 
 /** A running (or startable) hive. */
 export interface Hive {
@@ -18,9 +24,23 @@ export interface Hive {
   /** Durably writes a message into its sender's outbox (resolves once on disk). */
   send(message: HiveMessageInput): Promise<HiveMessage>;
   status(): ActorStatus[];
+  /** Questions for the people in the loop (open ones by default). */
+  questions(options?: { open?: boolean }): Question[];
+  /** Answers a question in its conversation; the asker's actor continues. */
+  answer(questionId: string, body: string): HiveMessage;
   on<K extends HiveEventName>(event: K, listener: (event: HiveEventMap[K]) => void): () => void;
   /** Graceful stop: finish or abandon in-flight turns, commit, release the lock. */
   close(): Promise<void>;
+  // ---- memory (DESIGN §6) ----
+  /** Durably appends an entry to an agent's memory.md (the miner and reflector are told). */
+  remember(agent: string, entry: MemoryInput, options?: RememberOptions): Promise<Remembered>;
+  /** get_memory: MemPalace, the built-in index, or plain text search. */
+  searchMemory(query: string, options?: MemorySearchOptions): Promise<MemorySearchResult>;
+  memoryStatus(): MemoryStatus;
+  /** Mines now (changed files only unless `force`) and resolves with the pass. */
+  mineMemory(options?: { force?: boolean }): Promise<MinePassResult>;
+  /** Condenses an agent's memory now (even below the thresholds unless `force: false`). */
+  condenseMemory(agent: string, options?: { force?: boolean }): Promise<ReflectResult>;
   /** @internal The supervisor, for tests and tools. */
   readonly supervisor: Supervisor;
 }
@@ -50,7 +70,18 @@ export function createHive(config: HiveConfigInput | HiveConfig, options: { conf
     stop: (id) => supervisor.stop(id),
     send: (message) => supervisor.send(message),
     status: () => supervisor.status(),
+    questions: (options) => supervisor.questions(options ?? { open: true }),
+    answer: (questionId, body) => supervisor.answer(questionId, body),
     on: (event, listener) => supervisor.events.on(event, listener),
     close: () => supervisor.close(),
+    remember: async (agent, entry, opts) => {
+      const r = await remember(parsed.root, agent, entry, opts);
+      supervisor.memory.notify(agent);
+      return r;
+    },
+    searchMemory: (query, opts) => searchMemory(parsed.root, query, opts),
+    memoryStatus: () => memoryStatus(parsed.root),
+    mineMemory: (opts) => supervisor.memory.mine(opts?.force === true),
+    condenseMemory: (agent, opts) => supervisor.memory.condense(agent, opts?.force !== false),
   };
 }

@@ -32,7 +32,7 @@ describe('machine diagrams', () => {
     }
     const bad = memoryIO('', {}, dir);
     expect(await runCli(['diagram', 'nope', '--out', 'x.svg'], bad.io)).toBe(2);
-    expect(bad.stderr).toContain('unknown machine "nope"; expected one of agent, router, supervised-child');
+    expect(bad.stderr).toContain(`unknown machine "nope"; expected one of ${Object.keys(MACHINES).join(', ')}`);
     const missing = memoryIO('', {}, dir);
     expect(await runCli(['diagram', 'agent'], missing.io)).toBe(2);
   });

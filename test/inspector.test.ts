@@ -79,9 +79,9 @@ describe('visual inspector in headless Chromium', () => {
       const answer = readInbox(hive.root, 'asker', 0).entries.find((e) => e.message.in_reply_to === q.id)!.message;
       expect(answer).toMatchObject({ from: 'god', to: 'asker', act: 'inform', body: 'Formal, please.', conversation: q.conversation, subject: 'Re: Tone?' });
       await card.waitFor({ state: 'detached' });
-      // Answering it again is refused: it is no longer open.
+      // Answering it again is refused: it was answered.
       const again = await fetch(`${base}/api/answer`, { method: 'POST', headers: { 'x-hive-token': inspector.token, 'content-type': 'application/json' }, body: JSON.stringify({ id: q.id, body: 'twice' }) });
-      expect(again.status).toBe(404);
+      expect(again.status).toBe(409);
       expect(errors).toEqual([]);
     } finally {
       await context.close();

@@ -2,6 +2,7 @@ import { createActor, fromPromise, type Actor } from 'xstate';
 import {
   agentMachine,
   type AgentContext,
+  persistedOf,
   type DurableTimer,
   type PersistedAgentContext,
   type TurnResult,
@@ -9,7 +10,9 @@ import {
   type WorkEntry,
 } from '../../machines/agent.ts';
 import type { ActorInfo, AgentSettings, HostedAgentSpec, WorkerEvent } from '../../actors/protocol.ts';
-import type { Brain, BrainInput } from '../brains/types.ts';
+import type { Brain, BrainInput, BrainOutput, BrainTurn } from '../brains/types.ts';
+import { describeInput } from '../brains/prompt.ts';
+import { Session, currentSession } from '../session/session.ts';
 import { agentPaths } from '../layout/paths.ts';
 import { readInboxRejecting } from '../queue/inbox.ts';
 import { deadLetterData, relativeToHive } from '../queue/dead-letter.ts';
@@ -79,6 +82,9 @@ export class AgentActor {
   private mirrorHandle: unknown = null;
   private lastValue = 'idle';
   private turnStart = 0;
+  private session: Session | null = null;
+  private pendingTurns: { input: BrainInput; out: BrainOutput }[] = [];
+  private stopping = false;
   private thinkStart = 0;
   /** Send spans of the turn being committed (ended once the messages are durable). */
   private sendSpans: Span[] = [];
@@ -93,6 +99,9 @@ export class AgentActor {
   async start(): Promise<ActorInfo> {
     const restored = restoreAgentState(this.o.root, this.id, this.o.settings.doneCap);
     this.restoredFrom = restored.from;
+    if (this.o.brain.conversational) {
+      this.session = new Session(this.o.root, this.id, currentSession(this.o.root, this.id).key, this.o.settings.sessionCaps);
+    }
     this.store = new StateStore(this.o.root, this.id, restored.commit);
     this.inflight = readInflight(this.o.root, this.id);
     if (restored.reemitted > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: restored.reemitted });
@@ -134,6 +143,7 @@ export class AgentActor {
   /** Asks the actor to stop after its current turn; resolves true if it did within `graceMs`. */
   async stop(graceMs: number): Promise<boolean> {
     const actor = this.actor;
+    this.stopping = true;
     this.clearTimers();
     if (!actor) return true;
     if (actor.getSnapshot().status !== 'active') return true;
@@ -182,6 +192,7 @@ export class AgentActor {
       turns: s?.context.turns ?? 0,
       timers: s?.context.timers ?? [],
       restoredFrom: this.restoredFrom,
+      conversation: this.session?.mode ?? null,
     };
   }
 
@@ -298,23 +309,27 @@ export class AgentActor {
       ...work.entries.map((e) => ({ kind: 'message' as const, seq: e.seq, message: e.message })),
     ];
     const tracer = this.o.tracer ?? null;
+    this.pendingTurns = [];
     for (const input of inputs) {
       const now = this.clock.now();
+      const turn: BrainTurn = {
+        input,
+        agent: { id: this.id, name: this.o.spec.name, role: this.o.spec.role },
+        state,
+        now,
+        root: this.o.root,
+        agentDir: p.dir,
+      };
+      if (this.session) turn.conversation = this.session.view();
       const handleSpan = input.kind === 'message' ? startHandle(tracer, input.message, this.id, input.seq) : null;
       let out;
       try {
-        out = await this.o.brain.handle({
-          input,
-          agent: { id: this.id, name: this.o.spec.name, role: this.o.spec.role },
-          state,
-          now,
-          root: this.o.root,
-          agentDir: p.dir,
-        });
+        out = await this.callBrain(turn);
       } catch (err) {
         endWithError(handleSpan, errorMessage(err));
         throw err;
       }
+      if (this.session) this.pendingTurns.push({ input, out });
       const composed = composeMessages(this.id, input, out.messages ?? [], now);
       if (tracer) {
         // Each reply gets its own send span (child of this handling), carried in its traceparent.
@@ -343,11 +358,51 @@ export class AgentActor {
     return { cursor, messages, brainState: state, timers, handled };
   }
 
+  /**
+   * Runs the brain with the retry policy: a provider's failed turn (non-zero exit,
+   * unreadable output, timeout, HTTP error) is retried in place with backoff; a plain
+   * throw, or the last retry's error,
+   * propagates, the worker crashes and the supervisor's policy takes over (restart,
+   * then poison after repeated crashes). Nothing is committed for a failed turn, so no
+   * message is lost.
+   */
+  private async callBrain(turn: BrainTurn): Promise<BrainOutput> {
+    const retries = this.o.settings.brainRetries;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.o.brain.handle(turn);
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        const message = errorMessage(err);
+        this.session?.record({ kind: 'error', attempt: attempt + 1, code: code ?? null, message, details: (err as { details?: unknown }).details ?? null });
+        appendEvent(this.o.root, { type: 'brain.failed', agent: this.id, attempt: attempt + 1, code: code ?? null, error: message });
+        // Provider failures (exit codes, timeouts, HTTP errors) are retried in place; any
+        // other throw is a bug in the brain: let it crash.
+        const retryable = code === 'E_BRAIN' || code === 'E_TIMEOUT';
+        if (!retryable || attempt >= retries || this.stopping) throw err;
+        await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
+      }
+    }
+  }
+
+  /** After the commit: the session learns what the committed turns said. */
+  private recordTurns(): void {
+    if (!this.session) return;
+    for (const { input, out } of this.pendingTurns) {
+      this.session.record({ kind: 'input', text: describeInput(input), id: input.kind === 'message' ? input.message.id : input.timer.id }, ...(out.trace ?? []));
+      const sent = out.messages.map((m) => `→ ${m.to} (${m.act}): ${m.body}`).join('\n');
+      this.session.endTurn(describeInput(input), out.reply ?? (sent || null));
+    }
+    this.pendingTurns = [];
+  }
+
   private async commit(next: PersistedAgentContext, messages: TurnResult['messages']): Promise<void> {
     const commitStart = performance.now();
     const work = this.actor?.getSnapshot().context.work;
-    this.debt = commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt);
+    const previous = this.actor ? persistedOf(this.actor.getSnapshot().context) : undefined;
+    this.debt = commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt, previous);
     for (const span of this.sendSpans.splice(0)) span.end();
+    this.recordTurns();
     if (messages.length > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: messages.length });
     this.o.emit({
       type: 'actor.processed',

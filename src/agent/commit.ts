@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { agentPaths } from '../layout/paths.ts';
-import { fsyncDir } from '../fs/atomic.ts';
+import { fsyncDir, syncFd } from '../fs/atomic.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { writeOutbox } from '../queue/outbox.ts';
 import { moveToDone } from '../queue/inbox.ts';
@@ -40,7 +40,7 @@ export function paySyncDebt(root: string, agentId: string, debt: SyncDebt): void
       continue; // routed: moved to .sent/ after the router synced it
     }
     try {
-      fs.fdatasyncSync(fd);
+      syncFd(fd, true);
       pending += 1;
     } finally {
       fs.closeSync(fd);
@@ -48,6 +48,13 @@ export function paySyncDebt(root: string, agentId: string, debt: SyncDebt): void
   }
   if (pending > 0) fsyncDir(agentPaths(root, agentId).outbox);
 }
+
+/**
+ * Test builds only: `HIVE_TEST_PLANT=cursor-before-state` commits the new cursor with the
+ * old state first and the turn a moment later — the bug the chaos engine must catch.
+ */
+const PLANT = process.env.HIVE_TEST_PLANT ?? '';
+const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /** Steps 0–3. Returns the new sync debt. */
 export function commitTurn(
@@ -57,8 +64,13 @@ export function commitTurn(
   messages: HiveMessage[],
   doneCap: number,
   debt: SyncDebt,
+  previous?: PersistedAgentContext,
 ): SyncDebt {
   paySyncDebt(root, next.agentId, debt);
+  if (PLANT === 'cursor-before-state' && previous) {
+    store.append({ ...previous, cursor: next.cursor }, []);
+    Atomics.wait(pause, 0, 0, 25);
+  }
   store.append(next, messages);
   const written = messages.length > 0 ? writeOutbox(root, messages, { durable: false }) : [];
   moveToDone(root, next.agentId, next.cursor, doneCap);

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { agentPaths } from '../layout/paths.ts';
-import { fsyncDir, readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
+import { fsyncDir, readJsonFile, syncFd, writeJsonAtomic } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
@@ -127,7 +127,7 @@ export class StateStore {
       return record;
     }
     fs.writeSync(fd, line, 0, line.length, this.offset);
-    fs.fdatasyncSync(fd);
+    syncFd(fd, true);
     this.offset += line.length;
     return record;
   }
@@ -156,7 +156,7 @@ export class StateStore {
       const tmp = `${this.p.stateWal}.prealloc`;
       fs.writeFileSync(tmp, Buffer.alloc(this.walBytes));
       const tfd = fs.openSync(tmp, 'r+');
-      fs.fsyncSync(tfd);
+      syncFd(tfd);
       fs.closeSync(tfd);
       // Keep committed lines of an older log (another size) by checkpointing them first.
       const current = readStateFile(this.root, this.agentId);
@@ -189,4 +189,16 @@ export class StateStore {
       committed_at: new Date().toISOString(),
     };
   }
+}
+
+/** Offset where the next commit of an agent goes (just after its newest valid line). */
+export function stateWalEnd(root: string, agentId: string): number {
+  const p = agentPaths(root, agentId);
+  let checkpointCommit = -1;
+  try {
+    checkpointCommit = readJsonFile<StateFile>(p.state)?.commit ?? -1;
+  } catch {
+    checkpointCommit = -1;
+  }
+  return scanWal(p.stateWal, agentId, checkpointCommit).end;
 }

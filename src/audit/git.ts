@@ -55,6 +55,7 @@ export const HIVE_GITIGNORE = `# Written by hive: the audit trail commits signif
 /agents/*/*
 !/agents/*/identity.md
 !/agents/*/memory.md
+!/agents/god/answers.json
 # Event log (rotated; read it with \`hive log\`)
 /log.jsonl
 /log-*.jsonl

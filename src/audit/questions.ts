@@ -41,27 +41,6 @@ export function recordQuestion(root: string, d: Delivery): void {
 }
 
 export function recordAnswer(root: string, d: Delivery): void {
+  // (The event log's `question.answered` line is written where the answer is given.)
   append(root, { type: 'answer', id: d.id, in_reply_to: d.in_reply_to, to: d.agent, body: d.body, at: new Date().toISOString() });
-  appendEvent(root, { type: 'question.answered', agent: d.agent, id: d.id, in_reply_to: d.in_reply_to });
-}
-
-/** Ids of questions answered according to the ledger. */
-export function answeredInLedger(root: string): Set<string> {
-  const out = new Set<string>();
-  let text = '';
-  try {
-    text = fs.readFileSync(questionsFile(root), 'utf8');
-  } catch {
-    return out;
-  }
-  for (const line of text.split('\n')) {
-    if (!line.includes('"answer"')) continue;
-    try {
-      const v = JSON.parse(line) as { type?: string; in_reply_to?: string };
-      if (v.type === 'answer' && v.in_reply_to) out.add(v.in_reply_to);
-    } catch {
-      // torn line
-    }
-  }
-  return out;
 }

@@ -3,6 +3,9 @@ import type { BrainSpec } from '../config/schema.ts';
 import type { Brain } from './types.ts';
 import { createEchoBrain } from './echo.ts';
 import { createModuleBrain } from './module.ts';
+import { createCommandBrain } from './command.ts';
+import { createOpenAIBrain } from './openai.ts';
+import type { ToolDescription } from './prompt.ts';
 
 /** What a brain factory may need besides its spec. */
 export interface BrainEnv {
@@ -12,6 +15,12 @@ export interface BrainEnv {
   agentDir: string;
   /** Importable URL of a module brain, compiled by the supervisor. */
   moduleUrl?: string;
+  /** The hooks socket path given to external CLIs as HIVE_SOCK. */
+  hooksSock?: string;
+  /** Extra environment for spawned providers (OTEL_* when telemetry is on). */
+  extraEnv?: Record<string, string>;
+  /** Tools described to prompt-driven brains (get_memory once memory exists). */
+  tools?: ToolDescription[];
 }
 
 type Factory<K extends BrainSpec['kind']> = (spec: Extract<BrainSpec, { kind: K }>, env: BrainEnv) => Promise<Brain>;
@@ -20,6 +29,17 @@ type Factory<K extends BrainSpec['kind']> = (spec: Extract<BrainSpec, { kind: K 
 const FACTORIES: { [K in BrainSpec['kind']]?: Factory<K> } = {
   echo: async (spec) => createEchoBrain(spec.delayMs === undefined ? {} : { delayMs: spec.delayMs }),
   module: async (spec, env) => createModuleBrain(env.moduleUrl ?? spec.module, spec.export ?? 'default', spec.options ?? {}),
+  command: async (spec, env) =>
+    createCommandBrain(spec, {
+      agentId: env.agentId,
+      agentName: env.agentName,
+      root: env.root,
+      agentDir: env.agentDir,
+      hooksSock: env.hooksSock ?? '',
+      ...(env.extraEnv ? { extraEnv: env.extraEnv } : {}),
+      ...(env.tools ? { tools: env.tools } : {}),
+    }),
+  openai: async (spec, env) => createOpenAIBrain(spec, { agentDir: env.agentDir, agentName: env.agentName, ...(env.tools ? { tools: env.tools } : {}) }),
 };
 
 /** Kinds whose messages wait for people or an outside process instead of an actor. */

@@ -2,6 +2,7 @@ import { pathToFileURL } from 'node:url';
 import { HiveError } from '../errors.ts';
 import type { Act } from '../protocol/message.ts';
 import type { AgentIdentity, Brain, BrainInput, BrainOutput, BrainTurn, Draft, JsonValue, TimerRequest } from './types.ts';
+import { memoryAccess, type MemoryAccess } from '../memory/tool.ts';
 
 /** The helpers a module brain's handler gets beside its input. */
 export interface ModuleContext {
@@ -19,6 +20,8 @@ export interface ModuleContext {
   ask(body: string, extra?: Partial<Draft>): void;
   schedule(name: string, delayMs: number, payload?: JsonValue): void;
   cancel(name: string): void;
+  /** get_memory: search the hive's memories (read-only; works inside the agent's worker). */
+  memory: MemoryAccess;
 }
 
 export type ModuleHandler = (
@@ -71,6 +74,7 @@ export async function runModuleHandler(
     cancel(name) {
       cancel.push(name);
     },
+    memory: memoryAccess(turn.root),
   };
   const returned = await handler(input, ctx);
   let out: Partial<BrainOutput> = {};

@@ -1,7 +1,8 @@
 import type { Act, HiveMessage } from '../protocol/message.ts';
 import type { DurableTimer, JsonValue } from '../../machines/agent.ts';
+import type { ConversationView, TranscriptEvent } from '../session/types.ts';
 
-export type { JsonValue, DurableTimer };
+export type { JsonValue, DurableTimer, ConversationView, TranscriptEvent };
 
 /** What a brain is asked to handle: one delivered message or one due timer. */
 export type BrainInput =
@@ -36,6 +37,8 @@ export interface BrainOutput {
   cancel?: string[];
   /** Text for the agent's conversation log (defaults to the sent bodies). */
   reply?: string;
+  /** Events for the session transcript: the prompt, stderr, exit codes, timings. */
+  trace?: TranscriptEvent[];
 }
 
 export interface AgentIdentity {
@@ -52,6 +55,8 @@ export interface BrainTurn {
   now: number;
   root: string;
   agentDir: string;
+  /** The session (history and briefing) for conversational brains. */
+  conversation?: ConversationView;
 }
 
 /**
@@ -61,7 +66,11 @@ export interface BrainTurn {
  */
 export interface Brain {
   readonly kind: string;
+  /** Keeps a session (history.json, transcript, conversation log) and sees it each turn. */
+  readonly conversational?: boolean;
   handle(turn: BrainTurn): Promise<BrainOutput>;
+  /** Summarize text with this brain's model (snapshots, the reflector). */
+  summarize?(text: string): Promise<string>;
   /** Cancel an in-flight turn (stop) and free resources. */
   close?(): Promise<void>;
 }

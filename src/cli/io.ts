@@ -18,9 +18,11 @@ export function processIO(): CliIO {
     stdin: process.stdin,
     env: process.env,
     cwd: process.cwd(),
+    // `on`, not `once`: execa's signal-exit re-raises a signal when no other listener is
+    // left after its own ran, which would kill the process before the graceful stop.
     interrupted: new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve());
-      process.once('SIGTERM', () => resolve());
+      process.on('SIGINT', () => resolve());
+      process.on('SIGTERM', () => resolve());
     }),
   };
 }

@@ -1,22 +1,42 @@
 import { HiveError, errorMessage, isHiveError } from '../errors.ts';
 import { parseCommandArgs, type Command } from './args.ts';
 import { processIO, type CliIO } from './io.ts';
-import { initCommand } from './commands/init.ts';
-import { sendCommand } from './commands/send.ts';
-import { inboxCommand } from './commands/inbox.ts';
-import { startCommand } from './commands/start.ts';
-import { statusCommand } from './commands/status.ts';
-import { spawnCommand } from './commands/spawn.ts';
-import { stopCommand } from './commands/stop.ts';
-import { logCommand } from './commands/log.ts';
-import { auditCommand } from './commands/audit.ts';
-import { diagramCommand } from './commands/diagram.ts';
+/**
+ * Commands load on demand: `hive hook` and `hive send` must start fast, and most
+ * commands do not need the supervisor, XState or esbuild.
+ */
+const LOADERS: Record<string, () => Promise<Command>> = {
+  init: async () => (await import('./commands/init.ts')).initCommand,
+  start: async () => (await import('./commands/start.ts')).startCommand,
+  status: async () => (await import('./commands/status.ts')).statusCommand,
+  send: async () => (await import('./commands/send.ts')).sendCommand,
+  inbox: async () => (await import('./commands/inbox.ts')).inboxCommand,
+  spawn: async () => (await import('./commands/spawn.ts')).spawnCommand,
+  stop: async () => (await import('./commands/stop.ts')).stopCommand,
+  ask: async () => (await import('./commands/questions.ts')).askCommand,
+  answer: async () => (await import('./commands/questions.ts')).answerCommand,
+  hook: async () => (await import('./commands/hook.ts')).hookCommand,
+  clear: async () => (await import('./commands/sessions.ts')).clearCommand,
+  archive: async () => (await import('./commands/sessions.ts')).archiveCommand,
+  reopen: async () => (await import('./commands/sessions.ts')).reopenCommand,
+  sessions: async () => (await import('./commands/sessions.ts')).sessionsCommand,
+  snapshot: async () => (await import('./commands/sessions.ts')).snapshotCommand,
+  import: async () => (await import('./commands/sessions.ts')).importCommand,
+  switch: async () => (await import('./commands/sessions.ts')).switchCommand,
+  chaos: async () => (await import('./commands/chaos.ts')).chaosCommand,
+  log: async () => (await import('./commands/log.ts')).logCommand,
+  audit: async () => (await import('./commands/audit.ts')).auditCommand,
+  diagram: async () => (await import('./commands/diagram.ts')).diagramCommand,
+};
 
-export const COMMANDS: Command[] = [initCommand, startCommand, statusCommand, sendCommand, inboxCommand, spawnCommand, stopCommand, logCommand, auditCommand, diagramCommand];
+export const COMMAND_NAMES = Object.keys(LOADERS);
 
-function helpText(): string {
+async function helpText(): Promise<string> {
   const lines = ['hive — a durable actor runtime for teams of LLM agents', '', 'commands:'];
-  for (const c of COMMANDS) lines.push(`  ${c.usage}`, `      ${c.summary}`);
+  for (const load of Object.values(LOADERS)) {
+    const c = await load();
+    lines.push(`  ${c.usage}`, `      ${c.summary}`);
+  }
   return `${lines.join('\n')}\n`;
 }
 
@@ -32,14 +52,15 @@ export function exitCodeOf(err: unknown): number {
 export async function runCli(argv: string[], io: CliIO = processIO()): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
-    io.out(helpText());
+    io.out(await helpText());
     return name === undefined ? 2 : 0;
   }
-  const command = COMMANDS.find((c) => c.name === name);
-  if (!command) {
-    io.err(`hive: unknown command ${JSON.stringify(name)}\n\n${helpText()}`);
+  const load = Object.hasOwn(LOADERS, name) ? LOADERS[name] : undefined;
+  if (!load) {
+    io.err(`hive: unknown command ${JSON.stringify(name)}\n\n${await helpText()}`);
     return 2;
   }
+  const command = await load();
   try {
     const args = parseCommandArgs(command, rest);
     return await command.run(args, io);

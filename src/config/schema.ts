@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { HiveError, describeValue } from '../errors.ts';
 import { AGENT_ID_PATTERN, RESERVED_IDS, isAgentId } from '../protocol/agent-id.ts';
 import { ACTS } from '../protocol/message.ts';
+import { MemoryConfigSchema } from '../memory/config.ts';
 
 /**
  * `hive.config.ts`: validated with zod. Every error names the config path
@@ -159,6 +160,8 @@ export const HiveConfigSchema = z
         /** Inbox entries handled per commit by fast brains (echo, module). */
         turnBatch: positiveInt.default(32),
         doneCap: positiveInt.default(5_000),
+        /** In-place retries of a failed brain turn (non-zero exit, timeout, HTTP error). */
+        brainRetries: z.number().int().min(0).default(2),
       })
       .strict()
       .default({
@@ -169,14 +172,48 @@ export const HiveConfigSchema = z
         inboxPollMs: 2_000,
         turnBatch: 32,
         doneCap: 5_000,
+        brainRetries: 2,
       }),
     /** OpenTelemetry export; off (no-op API, ~zero cost) when absent. */
     telemetry: TelemetrySchema.optional(),
     log: LogSchema.default({ maxBytes: 10 * 1024 * 1024, keep: 5, checkMs: 1_000 }),
     audit: AuditSchema.default({ enabled: true, intervalMs: 3_000 }),
     inspector: InspectorSchema.default({ enabled: true, port: 0 }),
+    sessions: z
+      .object({
+        transcriptLines: positiveInt.default(5_000),
+        conversationTurns: positiveInt.default(400),
+        historyBytes: positiveInt.default(512 * 1024),
+        tailBriefChars: positiveInt.default(6_000),
+        archiveEntries: positiveInt.default(60),
+      })
+      .strict()
+      .default({ transcriptLines: 5_000, conversationTurns: 400, historyBytes: 512 * 1024, tailBriefChars: 6_000, archiveEntries: 60 }),
+    hooks: z
+      .object({
+        /** Longest accepted hook event line, in bytes. */
+        maxLineBytes: positiveInt.default(256 * 1024),
+        /** Operator policy: PreToolUse events matching a rule are denied. */
+        deny: z
+          .array(
+            z
+              .object({
+                tool: z.string().min(1),
+                /** Regular expression tested against JSON.stringify(tool_input). */
+                match: z.string().optional(),
+                agents: z.array(agentId).optional(),
+                reason: z.string().optional(),
+              })
+              .strict(),
+          )
+          .default([]),
+      })
+      .strict()
+      .default({ maxLineBytes: 256 * 1024, deny: [] }),
     /** Messages sent once when the hive starts (ids are stable, so a restart does not resend). */
     kickoff: z.array(KickoffSchema).default([]),
+    /** Memory: the miner, the reflector, search (see src/memory/config.ts). */
+    memory: MemoryConfigSchema,
   })
   .strict()
   .superRefine((cfg, ctx) => {
@@ -210,7 +247,7 @@ function valueAt(input: unknown, p: PropertyKey[]): unknown {
 function expectationOf(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case 'invalid_type':
-      return issue.expected === 'object' ? 'an object' : `a ${issue.expected}`;
+      return issue.expected === 'object' ? 'an object' : issue.expected === 'int' ? 'an integer' : `a ${issue.expected}`;
     case 'too_small':
       if (issue.origin === 'string') return 'a non-empty string';
       if (issue.origin === 'number') return Number(issue.minimum) === 0 && !issue.inclusive ? 'a positive number' : `a number ≥ ${issue.minimum}`;

@@ -17,15 +17,47 @@ import { randomBytes } from 'node:crypto';
 
 export const TMP_PREFIX = '.tmp-';
 
-function tempNameFor(target: string): string {
-  return path.join(path.dirname(target), `${TMP_PREFIX}${path.basename(target)}-${randomBytes(4).toString('hex')}`);
+/**
+ * Chaos hook: `HIVE_CHAOS_FSYNC_DELAY_MS` makes every sync wait that long first (a slow
+ * disk). Read once per thread at load; 0 (the default) costs one comparison.
+ */
+const FSYNC_DELAY_MS = Number(process.env.HIVE_CHAOS_FSYNC_DELAY_MS ?? 0) || 0;
+const sleeper = FSYNC_DELAY_MS > 0 ? new Int32Array(new SharedArrayBuffer(4)) : null;
+
+/** fsync (or fdatasync with `dataOnly`) a file descriptor. Every durable write goes through here. */
+export function syncFd(fd: number, dataOnly = false): void {
+  if (sleeper) Atomics.wait(sleeper, 0, 0, FSYNC_DELAY_MS);
+  if (dataOnly) fs.fdatasyncSync(fd);
+  else fs.fsyncSync(fd);
+}
+
+/**
+ * `.tmp-<name>-<pid>-<random>`: the writer's pid lets the startup sweep tell a temp
+ * file left by a dead process from one a live writer (a client, `hive send`) is about
+ * to rename.
+ */
+export function tempNameFor(target: string): string {
+  return path.join(path.dirname(target), `${TMP_PREFIX}${path.basename(target)}-${process.pid}-${randomBytes(4).toString('hex')}`);
+}
+
+function writerAlive(tempName: string): boolean {
+  const m = /-(\d+)-[0-9a-f]{8}$/.exec(tempName);
+  if (!m) return false;
+  const pid = Number(m[1]);
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** fsync a directory so that renames and creations inside it are durable. */
 export function fsyncDir(dir: string): void {
   const fd = fs.openSync(dir, 'r');
   try {
-    fs.fsyncSync(fd);
+    syncFd(fd);
   } finally {
     fs.closeSync(fd);
   }
@@ -35,7 +67,7 @@ function writeAndSync(file: string, data: string | Uint8Array, durable: boolean)
   const fd = fs.openSync(file, 'w', 0o644);
   try {
     fs.writeFileSync(fd, data);
-    if (durable) fs.fsyncSync(fd);
+    if (durable) syncFd(fd);
   } finally {
     fs.closeSync(fd);
   }
@@ -110,7 +142,10 @@ export function readJsonFile<T = unknown>(file: string): T | undefined {
   return JSON.parse(text) as T;
 }
 
-/** Deletes temp files left in `dir` by a crash between steps 1 and 3. Returns their names. */
+/**
+ * Deletes temp files left in `dir` by a crash between steps 1 and 3. Files of a writer
+ * that is still alive (another process of this host) are left alone. Returns the names.
+ */
 export function sweepTempFiles(dir: string): string[] {
   let names: string[];
   try {
@@ -119,7 +154,7 @@ export function sweepTempFiles(dir: string): string[] {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-  const swept = names.filter((n) => n.startsWith(TMP_PREFIX));
+  const swept = names.filter((n) => n.startsWith(TMP_PREFIX) && !writerAlive(n));
   for (const n of swept) fs.rmSync(path.join(dir, n), { force: true });
   return swept;
 }

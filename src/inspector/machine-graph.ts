@@ -3,6 +3,8 @@ import type { AnyStateMachine } from 'xstate';
 import { agentMachine } from '../../machines/agent.ts';
 import { routerMachine } from '../../machines/router.ts';
 import { supervisedChildMachine } from '../../machines/supervised-child.ts';
+import { minerMachine } from '../../machines/miner.ts';
+import { reflectorMachine } from '../../machines/reflector.ts';
 
 /**
  * A machine definition as a plain graph (states and labelled transitions), derived from
@@ -15,6 +17,8 @@ export const MACHINES = {
   agent: agentMachine,
   router: routerMachine,
   'supervised-child': supervisedChildMachine,
+  miner: minerMachine,
+  reflector: reflectorMachine,
 } as const satisfies Record<string, AnyStateMachine>;
 
 export type MachineName = keyof typeof MACHINES;

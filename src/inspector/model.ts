@@ -5,7 +5,7 @@ import { GOD_ID } from '../protocol/agent-id.ts';
 import { listDeadLetters } from '../queue/dead-letter.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import type { ActorStatus } from '../supervisor/supervisor.ts';
-import { QuestionBoard, type OpenQuestion } from './questions.ts';
+import type { Question } from '../human/questions.ts';
 import type { MachineName } from './machine-graph.ts';
 
 /** What the page shows; sent whole on connect, then as partial updates. */
@@ -16,7 +16,7 @@ export interface InspectorSnapshot {
   hosts: ReturnType<Hive['supervisor']['hostStatus']>;
   messages: (Delivery & { at: string })[];
   deadLetters: { name: string; error: string; code: string | null; source: string | null; at: string | null }[];
-  questions: OpenQuestion[];
+  questions: Question[];
 }
 
 export type InspectorUpdate =
@@ -25,7 +25,12 @@ export type InspectorUpdate =
   | { type: 'message'; data: Delivery & { at: string } }
   | { type: 'actors'; data: Pick<InspectorSnapshot, 'actors' | 'hosts'> }
   | { type: 'dead-letters'; data: InspectorSnapshot['deadLetters'] }
-  | { type: 'questions'; data: OpenQuestion[] };
+  | { type: 'questions'; data: Question[] };
+
+/** Which machine an actor of this kind runs (passive agents run none). */
+function machineOf(kind: ActorStatus['kind']): MachineName | null {
+  return kind === 'passive' ? null : kind;
+}
 
 const MESSAGES_KEPT = 200;
 const DEAD_LETTERS_SHOWN = 50;
@@ -42,7 +47,6 @@ export class InspectorModel {
   private readonly messages: (Delivery & { at: string })[] = [];
   private readonly listeners = new Set<(u: InspectorUpdate) => void>();
   private readonly offs: (() => void)[] = [];
-  private readonly board: QuestionBoard;
   private readonly lastState = new Map<string, { at: number; timer: NodeJS.Timeout | null; value: string }>();
   private tick: NodeJS.Timeout | null = null;
   private lastActors = '';
@@ -52,7 +56,6 @@ export class InspectorModel {
     private readonly hive: Hive,
     private readonly tickMs = 500,
   ) {
-    this.board = new QuestionBoard(hive.root);
     this.offs.push(
       hive.on('delivered', (d) => {
         const m = { ...d, at: new Date().toISOString() };
@@ -78,7 +81,7 @@ export class InspectorModel {
       ...this.actorsAndHosts(),
       messages: [...this.messages],
       deadLetters: this.deadLetters(),
-      questions: this.board.open(),
+      questions: this.hive.questions({ open: true }),
     };
   }
 
@@ -102,25 +105,14 @@ export class InspectorModel {
   }
 
   /**
-   * Answers an ASK ME card: an `inform` from god to the asker, in reply to the question and
-   * in its conversation, written through the supervisor's `send` (durable; kicks the router).
+   * Answers an ASK ME card through the hive's questions API: an `inform` from god to the
+   * asker, in reply to the question and in its conversation, written durably into god's
+   * outbox; the router is kicked at once. Answering twice is refused (E_CONFLICT).
    */
-  async answer(id: string, body: string): Promise<HiveMessage> {
+  answer(id: string, body: string): HiveMessage {
     if (typeof body !== 'string' || body.trim() === '') throw new HiveError('E_BAD_ARGS', 'Expected `body` to be a non-empty string');
     if (body.length > 100_000) throw new HiveError('E_BAD_ARGS', `Expected \`body\` to be at most 100000 characters, got ${body.length}`);
-    const q = this.board.open().find((x) => x.id === id);
-    if (!q) throw new HiveError('E_NOT_FOUND', `No open question "${id}" in god's inbox (answered already, or never asked)`);
-    const sent = await this.hive.send({
-      from: GOD_ID,
-      to: q.from,
-      act: 'inform',
-      in_reply_to: q.id,
-      conversation: q.conversation,
-      subject: q.subject ? `Re: ${q.subject}` : 'Answer',
-      body,
-      requires_reply: false,
-    });
-    this.board.markAnswered(q.id);
+    const sent = this.hive.answer(id, body);
     this.refreshQuestions();
     return sent;
   }
@@ -164,7 +156,7 @@ export class InspectorModel {
     const contexts = this.hive.supervisor.contexts();
     const actors = this.hive.status().map((a) => ({
       ...a,
-      machine: a.kind === 'router' ? ('router' as const) : a.kind === 'agent' ? ('agent' as const) : null,
+      machine: machineOf(a.kind),
       context: contexts[a.id] ?? null,
     }));
     return { actors, hosts: this.hive.supervisor.hostStatus() };
@@ -181,7 +173,7 @@ export class InspectorModel {
 
   private refreshQuestions(): void {
     if (this.listeners.size === 0) return;
-    const data = this.board.open();
+    const data = this.hive.questions({ open: true });
     const key = JSON.stringify(data.map((q) => q.id));
     if (key === this.lastQuestions) return;
     this.lastQuestions = key;

@@ -2,12 +2,12 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import type { Hive } from '../hive.ts';
 import { HiveError, errorMessage, isHiveError } from '../errors.ts';
 import { renderMachineSvg } from './diagram.ts';
 import { MACHINES, machineGraph, type MachineName } from './machine-graph.ts';
 import { InspectorModel, type InspectorUpdate } from './model.ts';
+import { repoRoot } from '../repo-root.ts';
 import { TOKEN_COOKIE, createToken, presentedToken, tokenMatches } from './auth.ts';
 
 /**
@@ -28,7 +28,8 @@ export interface Inspector {
   close(): Promise<void>;
 }
 
-const STATIC_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'static');
+/** From the package folder, not this module's URL: the CLI may run as a compiled bundle. */
+const STATIC_DIR = path.join(repoRoot(), 'src', 'inspector', 'static');
 const STATIC: Record<string, { file: string; type: string }> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/assets/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
@@ -122,10 +123,10 @@ export async function startInspector(hive: Hive, options: { port?: number; token
         }
         try {
           if (typeof input.id !== 'string') throw new HiveError('E_BAD_ARGS', 'Expected `id` to be the question id (a string)');
-          const sent = await model.answer(input.id, input.body as string);
+          const sent = model.answer(input.id, input.body as string);
           return send(res, 200, JSON.stringify({ ok: true, id: sent.id }));
         } catch (err) {
-          const status = isHiveError(err, 'E_NOT_FOUND') ? 404 : isHiveError(err, 'E_BAD_ARGS') || isHiveError(err, 'E_BAD_MESSAGE') ? 400 : 500;
+          const status = isHiveError(err, 'E_NOT_FOUND') ? 404 : isHiveError(err, 'E_CONFLICT') ? 409 : isHiveError(err, 'E_BAD_ARGS') || isHiveError(err, 'E_BAD_MESSAGE') ? 400 : 500;
           return sendError(res, status, isHiveError(err) ? err.code : 'E_IO', errorMessage(err));
         }
       }

@@ -32,41 +32,60 @@ function identityText(spec: Required<Pick<AgentSpec, 'id' | 'name' | 'role'>> & 
   ].join('\n');
 }
 
-/**
- * Creates the folders and files of an agent idempotently (DESIGN §2) and records it in
- * `registry.json`. `identity.md` is rewritten on every call; `memory.md` and
- * `cursor.json` are created once and never overwritten.
- * @example await ensureAgent(root, { id: 'alice', name: 'Alice', role: 'planner', brain: { kind: 'echo' } })
- */
-export async function ensureAgent(
-  root: string,
-  spec: AgentSpec,
-  origin: RegistryEntry['origin'] = 'runtime',
-): Promise<RegistryEntry> {
+function ensureAgentFiles(root: string, spec: AgentSpec): { name: string; role: string; brain: unknown } {
   const p = agentPaths(root, spec.id);
   const name = spec.name ?? spec.id;
   const role = spec.role ?? 'agent';
   const brain = spec.brain ?? { kind: 'echo' };
   for (const dir of [p.dir, p.outbox, p.sent, p.inbox, p.done, p.sessions]) fs.mkdirSync(dir, { recursive: true });
-  writeFileAtomic(p.identity, identityText({ id: spec.id, name, role, brain }));
+  // identity.md is rewritten on every call; when the text is the same, the file already is.
+  const identity = identityText({ id: spec.id, name, role, brain });
+  let current: string | null = null;
+  try {
+    current = fs.readFileSync(p.identity, 'utf8');
+  } catch {
+    current = null;
+  }
+  if (current !== identity) writeFileAtomic(p.identity, identity);
   if (!fs.existsSync(p.memory)) writeFileAtomic(p.memory, `# ${name}\n\n## Memories\n\n`);
   if (!fs.existsSync(p.cursor)) writeJsonAtomic(p.cursor, { seq: 0 });
+  return { name, role, brain };
+}
+
+/**
+ * Creates the folders and files of agents idempotently (DESIGN §2) and records them in
+ * `registry.json` with one locked write. `identity.md` always ends up with the current
+ * text; `memory.md` and `cursor.json` are created once and never overwritten.
+ * @example await ensureAgents(root, [{ id: 'alice', brain: { kind: 'echo' } }, { id: 'bob' }])
+ */
+export async function ensureAgents(root: string, specs: AgentSpec[], origin: RegistryEntry['origin'] = 'runtime'): Promise<RegistryEntry[]> {
+  const files = specs.map((spec) => ({ spec, ...ensureAgentFiles(root, spec) }));
   return updateRegistry(root, (registry) => {
     const now = new Date().toISOString();
-    const previous = registry.agents[spec.id];
-    const entry: RegistryEntry = {
-      id: spec.id,
-      name,
-      role,
-      brain,
-      status: previous?.status === 'archived' || previous?.status === 'failed' ? 'active' : (previous?.status ?? 'active'),
-      origin: previous?.origin ?? origin,
-      created_at: previous?.created_at ?? now,
-      updated_at: now,
-    };
-    registry.agents[spec.id] = entry;
-    return entry;
+    return files.map(({ spec, name, role, brain }) => {
+      const previous = registry.agents[spec.id];
+      const entry: RegistryEntry = {
+        id: spec.id,
+        name,
+        role,
+        brain,
+        status: previous?.status === 'archived' || previous?.status === 'failed' ? 'active' : (previous?.status ?? 'active'),
+        origin: previous?.origin ?? origin,
+        created_at: previous?.created_at ?? now,
+        updated_at: now,
+      };
+      registry.agents[spec.id] = entry;
+      return entry;
+    });
   });
+}
+
+/**
+ * Creates the folders and files of one agent idempotently and records it in the registry.
+ * @example await ensureAgent(root, { id: 'alice', name: 'Alice', role: 'planner', brain: { kind: 'echo' } })
+ */
+export async function ensureAgent(root: string, spec: AgentSpec, origin: RegistryEntry['origin'] = 'runtime'): Promise<RegistryEntry> {
+  return (await ensureAgents(root, [spec], origin))[0]!;
 }
 
 /**

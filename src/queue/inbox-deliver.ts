@@ -3,7 +3,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import lockfile from 'proper-lockfile';
 import { agentPaths, type AgentPaths } from '../layout/paths.ts';
-import { TMP_PREFIX, fsyncDir, listDir } from '../fs/atomic.ts';
+import { fsyncDir, listDir, syncFd, tempNameFor } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { encodeMessage } from './outbox.ts';
@@ -44,6 +44,9 @@ interface InboxIndex {
   lastSeq: number;
   ids: Set<string>;
 }
+
+/** Test builds only: `HIVE_TEST_PLANT=no-idempotency` delivers ids again (a planted bug). */
+const NO_IDEMPOTENCY = process.env.HIVE_TEST_PLANT === 'no-idempotency';
 
 /** Per-process cache of each inbox's last seq and known ids, keyed by inbox folder. */
 const indexCache = new Map<string, InboxIndex>();
@@ -219,18 +222,18 @@ interface Prepared {
 function syncFile(file: string): void {
   const fd = fs.openSync(file, 'r');
   try {
-    fs.fdatasyncSync(fd);
+    syncFd(fd, true);
   } finally {
     fs.closeSync(fd);
   }
 }
 
 function writeTemp(dir: string, name: string, data: string): string {
-  const temp = path.join(dir, `${TMP_PREFIX}${name}-${randomBytes(4).toString('hex')}`);
+  const temp = tempNameFor(path.join(dir, name));
   const fd = fs.openSync(temp, 'w', 0o644);
   try {
     fs.writeFileSync(fd, data);
-    fs.fsyncSync(fd);
+    syncFd(fd);
   } finally {
     fs.closeSync(fd);
   }
@@ -284,7 +287,7 @@ export async function deliver(root: string, agentId: string, messages: HiveMessa
       const fresh = new Set<string>();
       let seq = index.lastSeq;
       for (const m of messages) {
-        if (index.ids.has(m.id) || fresh.has(m.id)) {
+        if ((!NO_IDEMPOTENCY && index.ids.has(m.id)) || fresh.has(m.id)) {
           outcomes.push({ id: m.id, status: 'duplicate' });
           continue;
         }

@@ -3,6 +3,8 @@ import { listenJsonLine, requestJsonLine } from '../net/json-line.ts';
 import { publishSocketPath, resolveSocketPath, socketPathFor } from '../net/socket-path.ts';
 import type { HiveMessageInput } from '../protocol/message.ts';
 import type { Supervisor } from './supervisor.ts';
+import { importSnapshot } from '../session/snapshots.ts';
+import { runSessionAction, type SessionAction } from '../session/actions.ts';
 
 /**
  * The control socket `<root>/control.sock` (mode 0600): how `hive status`, `hive spawn`
@@ -14,7 +16,12 @@ export type ControlRequest =
   | { op: 'status' }
   | { op: 'spawn'; spec: unknown }
   | { op: 'stop'; id: string }
-  | { op: 'send'; message: HiveMessageInput };
+  | { op: 'send'; message: HiveMessageInput }
+  | { op: 'questions'; open?: boolean }
+  | { op: 'answer'; question: string; body: string; again?: boolean }
+  | { op: 'session'; agent: string; action: SessionAction; key?: string; name?: string }
+  | { op: 'import'; name: string; into: string }
+  | { op: 'crash'; agent: string };
 
 export interface ControlServer {
   close(): Promise<void>;
@@ -40,6 +47,18 @@ export async function startControlServer(root: string, supervisor: Supervisor): 
           return { ok: true };
         case 'send':
           return { ok: true, id: (await supervisor.send(req.message)).id };
+        case 'questions':
+          return { ok: true, questions: supervisor.questions({ open: req.open ?? true }) };
+        case 'answer':
+          return { ok: true, id: supervisor.answer(req.question, req.body, { again: req.again ?? false }).id };
+        case 'session':
+          return { ok: true, result: await runSessionAction(root, req.agent, req.action, req, supervisor) };
+        case 'crash':
+          // Chaos and tests: end the worker hosting an agent the way a crash would.
+          await supervisor.crashHostOf(req.agent);
+          return { ok: true };
+        case 'import':
+          return { ok: true, result: await supervisor.withAgentPaused(req.into, () => importSnapshot(root, req.name, req.into)) };
         default:
           throw new HiveError('E_BAD_ARGS', `Unknown control op ${JSON.stringify((raw as { op?: unknown })?.op)}`);
       }

@@ -1,4 +1,6 @@
 import type { Delivery } from '../../actors/protocol.ts';
+import type { MinePassResult } from '../memory/mine.ts';
+import type { ReflectResult } from '../memory/reflect.ts';
 
 /** Events a running hive reports to `hive.on(...)`. */
 export interface HiveEventMap {
@@ -18,6 +20,10 @@ export interface HiveEventMap {
   state: { actor: string; value: string };
   spawned: { agent: string; host: string };
   stopped: { agent: string };
+  /** The miner re-mined something (memory.mined). */
+  mined: MinePassResult;
+  /** The reflector finished a condense: condensed, skipped or aborted (memory.condensed). */
+  condensed: ReflectResult;
 }
 
 export type HiveEventName = keyof HiveEventMap;

@@ -4,14 +4,14 @@ import { MessageChannel } from 'node:worker_threads';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import type { AgentHostApi, AgentSettings, HostedAgentSpec, RouterHostApi, WorkerEvent } from '../../actors/protocol.ts';
 import { AgentConfigSchema, BrainSchema, type AgentConfig, type BrainSpec, type HiveConfig } from '../config/schema.ts';
-import { ensureAgent, ensureHive } from '../layout/ensure.ts';
+import { ensureAgent, ensureAgents, ensureHive } from '../layout/ensure.ts';
 import { agentPaths, hivePaths } from '../layout/paths.ts';
 import { acquireHiveLock, type HiveLock } from '../lock/hive-lock.ts';
 import { readRegistry, updateRegistry, type RegistryEntry } from '../registry/registry.ts';
 import { sweepTempFiles, listDir } from '../fs/atomic.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { HiveError, errorMessage } from '../errors.ts';
-import { PASSIVE_KINDS } from '../brains/create.ts';
+import { PASSIVE_KINDS, createBrain } from '../brains/create.ts';
 import { createMessage, parseMessage, type HiveMessage, type HiveMessageInput } from '../protocol/message.ts';
 import { RESERVED_IDS } from '../protocol/agent-id.ts';
 import { stableId } from '../protocol/ids.ts';
@@ -29,10 +29,16 @@ import { startControlServer, type ControlServer } from './control.ts';
 import type { ActorContextSummary } from '../../actors/protocol.ts';
 import { HiveObserver, type ObserveOptions } from '../telemetry/observer.ts';
 import { startSend } from '../telemetry/spans.ts';
+import { startHooksServer } from '../hooks/server.ts';
+import type { JsonLineServer } from '../net/json-line.ts';
+import { listQuestions, answerQuestion, type Question } from '../human/questions.ts';
+import { archiveSession, sweepOrphanSessions } from '../session/archive.ts';
+import { brainIdentity, writeSwitchOffer } from '../session/switch.ts';
+import { MemoryActors } from '../memory/actors.ts';
 
 export interface ActorStatus {
   id: string;
-  kind: 'agent' | 'router' | 'passive';
+  kind: 'agent' | 'router' | 'passive' | 'miner' | 'reflector';
   brain: string;
   host: string | null;
   /** The actor's machine state (idle, fetching, thinking, committing, ...). */
@@ -44,6 +50,8 @@ export interface ActorStatus {
   cursor: number;
   handled: number;
   threadId: number | null;
+  /** Restore path of a conversational brain's session: full, tail, amnesia or new. */
+  conversation: string | null;
 }
 
 interface AgentRecord {
@@ -55,6 +63,7 @@ interface AgentRecord {
   cursor: number;
   /** Latest context summary reported by the actor (inspector). */
   context?: ActorContextSummary;
+  conversation: string | null;
 }
 
 const ROUTER_HOST = 'router';
@@ -75,18 +84,29 @@ export class Supervisor {
   private routerValue = 'starting';
   private routerHandle: WorkerHandle<RouterHostApi> | null = null;
   private control: ControlServer | null = null;
+  private hooks: JsonLineServer | null = null;
   private closing = false;
   private started = false;
   private wakeQueue = new Map<string, Set<string>>();
   private wakeScheduled = false;
   /** Telemetry, event-log rotation, audit trail (issue 6). Null until start. */
   observer: HiveObserver | null = null;
+  /** The miner and the reflector (DESIGN §6), supervised like the router. */
+  readonly memory: MemoryActors;
 
   constructor(
     readonly config: HiveConfig,
     private readonly observe: ObserveOptions = {},
   ) {
     this.root = config.root;
+    this.memory = new MemoryActors(config, config.supervisor.restart, this.events, (kind) => ({
+      onCrashed: (info) => this.onHostCrashed(kind, info),
+      onRestarted: (info) => {
+        appendEvent(this.root, { type: 'actor.restarted', host: kind, restarts: info.restarts, thread: info.threadId });
+        this.events.emit('restarted', { host: kind, agents: [], restarts: info.restarts, threadId: info.threadId });
+      },
+      onFailed: (info) => void this.onHostFailed(kind, info),
+    }));
   }
 
   // ---- lifecycle ---------------------------------------------------------------------
@@ -94,16 +114,34 @@ export class Supervisor {
   async start(): Promise<void> {
     if (this.started) throw new HiveError('E_STOPPED', 'This hive was already started; create a new one');
     this.started = true;
+    const phases: Record<string, number> = {};
+    let mark = performance.now();
+    const phase = (name: string) => {
+      const now = performance.now();
+      phases[name] = Math.round(now - mark);
+      mark = now;
+    };
     this.lock = await acquireHiveLock(this.root, {
       onCompromised: (err) => appendEvent(this.root, { type: 'hive.lock-compromised', error: err.message }),
     });
+    phase('lock');
     try {
       await ensureHive(this.root);
-      for (const a of this.config.agents) await ensureAgent(this.root, { id: a.id, name: a.name ?? a.id, role: a.role ?? 'agent', brain: a.brain }, 'config');
+      const before = readRegistry(this.root);
+      await ensureAgents(
+        this.root,
+        this.config.agents.map((a) => ({ id: a.id, name: a.name ?? a.id, role: a.role ?? 'agent', brain: a.brain })),
+        'config',
+      );
+      for (const a of this.config.agents) await this.noticeProviderSwitch(a.id, before.agents[a.id]?.brain, a.brain);
+      phase('ensure');
       this.sweepOrphans();
       this.observer = await HiveObserver.start(this.config, this.observe, () =>
-        this.status().flatMap((s) => (s.kind === 'router' ? [] : [{ agent: s.id, depth: s.inboxDepth }])),
+        this.status().flatMap((s) => (s.kind === 'agent' || s.kind === 'passive' ? [{ agent: s.id, depth: s.inboxDepth }] : [])),
       );
+      this.events.on('condensed', (r) => r.status === 'condensed' && this.observer?.note(`condensed memory of ${r.agent}`));
+      sweepOrphanSessions(this.root);
+      phase('sweep');
       const registry = readRegistry(this.root);
       const hostOf = new Map(this.config.agents.map((a) => [a.id, a.host]));
       for (const entry of Object.values(registry.agents)) {
@@ -112,7 +150,7 @@ export class Supervisor {
           appendEvent(this.root, { type: 'actor.skipped', agent: entry.id, error: `registry brain invalid: ${parsed.error.message}` });
           continue;
         }
-        this.agents.set(entry.id, { entry, brain: parsed.data, hostId: null, value: 'stopped', handled: 0, cursor: committedCursor(this.root, entry.id) });
+        this.agents.set(entry.id, { entry, brain: parsed.data, hostId: null, value: 'stopped', handled: 0, cursor: committedCursor(this.root, entry.id), conversation: null });
       }
       const runnable = [...this.agents.values()].filter((r) => this.isRunnable(r.entry, r.brain));
       for (const r of runnable) {
@@ -120,12 +158,30 @@ export class Supervisor {
         r.hostId = hostId;
         this.members.set(hostId, [...(this.members.get(hostId) ?? []), r.entry.id]);
       }
+      phase('plan');
       // Restore every actor (and replay its inbox) before routing starts (DESIGN §5).
       await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId)));
+      phase('hosts');
       await this.startRouter();
+      phase('router');
+      await this.memory.start();
+      phase('memory');
       this.sendKickoff();
       this.control = await startControlServer(this.root, this);
-      appendEvent(this.root, { type: 'hive.started', agents: runnable.length, pid: process.pid });
+      this.hooks = await startHooksServer(this.root, {
+        maxLineBytes: this.config.hooks.maxLineBytes,
+        deny: this.config.hooks.deny,
+        isPassive: (id) => {
+          const r = this.agents.get(id);
+          return !r || PASSIVE_KINDS.has(r.brain.kind);
+        },
+        onAck: (id, cursor) => {
+          const r = this.agents.get(id);
+          if (r) r.cursor = cursor;
+        },
+      });
+      phase('sockets');
+      appendEvent(this.root, { type: 'hive.started', agents: runnable.length, pid: process.pid, phases_ms: phases });
       this.events.emit('ready', { root: this.root, agents: runnable.length });
     } catch (err) {
       await this.close().catch(() => undefined);
@@ -138,8 +194,10 @@ export class Supervisor {
     if (this.closing) return;
     this.closing = true;
     await this.control?.close();
+    await this.hooks?.close();
     await this.router?.stop();
     await Promise.all([...this.hosts.values()].map((h) => h.stop()));
+    await this.memory.stop();
     appendEvent(this.root, { type: 'hive.stopped', pid: process.pid });
     await this.observer?.close();
     await this.lock?.release();
@@ -160,12 +218,14 @@ export class Supervisor {
     if (existing?.hostId && this.hosts.get(existing.hostId)?.state() === 'running') {
       throw new HiveError('E_BAD_CONFIG', `Agent "${spec.id}" is already running`);
     }
+    const previousBrain = readRegistry(this.root).agents[spec.id]?.brain;
     const entry = await ensureAgent(this.root, { id: spec.id, name: spec.name ?? spec.id, role: spec.role ?? 'agent', brain }, 'runtime');
+    await this.noticeProviderSwitch(spec.id, previousBrain, brain);
     await updateRegistry(this.root, (r) => {
       r.agents[spec.id]!.status = 'active';
     });
     entry.status = 'active';
-    const record: AgentRecord = { entry, brain, hostId: null, value: 'starting', handled: 0, cursor: committedCursor(this.root, spec.id) };
+    const record: AgentRecord = { entry, brain, hostId: null, value: 'starting', handled: 0, cursor: committedCursor(this.root, spec.id), conversation: null };
     this.agents.set(spec.id, record);
     appendEvent(this.root, { type: 'actor.spawned', agent: spec.id, brain: brain.kind });
     this.observer?.note(`spawned ${spec.id}`);
@@ -225,6 +285,50 @@ export class Supervisor {
     return message;
   }
 
+  /** Open (or all) questions for the people in the loop. */
+  questions(options: { open?: boolean } = {}): Question[] {
+    return listQuestions(this.root, options);
+  }
+
+  /** Answers a question; the router delivers it to the asker at once. */
+  answer(questionId: string, body: string, options: { again?: boolean } = {}): HiveMessage {
+    const reply = answerQuestion(this.root, questionId, body, options);
+    this.kickRouter([reply.from]);
+    return reply;
+  }
+
+  /**
+   * Runs a session operation on an agent with its actor paused, so no turn writes the
+   * session files meanwhile (clear, archive, reopen, switch).
+   */
+  async withAgentPaused<T>(agentId: string, fn: () => Promise<T> | T): Promise<T> {
+    const record = this.agents.get(agentId);
+    if (!record) throw new HiveError('E_UNKNOWN_AGENT', `No agent "${agentId}" in ${this.root}`);
+    const host = record.hostId ? this.hosts.get(record.hostId) : undefined;
+    const handle = host?.handle;
+    if (!handle) return fn();
+    await handle.call((api) => api.stopActor(agentId, this.config.supervisor.stopGraceMs));
+    try {
+      return await fn();
+    } finally {
+      const spec = await this.hostedSpec(agentId);
+      await handle.call((api) => api.startActors([spec])).catch((err) => appendEvent(this.root, { type: 'actor.resume-failed', agent: agentId, error: errorMessage(err) }));
+    }
+  }
+
+  /** The agent's provider as a summarizer (snapshots), when it has one. */
+  async summarizerFor(agentId: string): Promise<((text: string) => Promise<string>) | undefined> {
+    const r = this.agents.get(agentId);
+    if (!r || (r.brain.kind !== 'command' && r.brain.kind !== 'openai')) return undefined;
+    const brain = await createBrain(r.brain, {
+      root: this.root,
+      agentId,
+      agentName: r.entry.name,
+      agentDir: agentPaths(this.root, agentId).dir,
+    });
+    return brain.summarize?.bind(brain);
+  }
+
   status(): ActorStatus[] {
     const rows: ActorStatus[] = [];
     rows.push({
@@ -239,7 +343,9 @@ export class Supervisor {
       cursor: 0,
       handled: 0,
       threadId: this.router?.handle?.threadId ?? null,
+      conversation: null,
     });
+    rows.push(...this.memory.status());
     for (const r of [...this.agents.values()].sort((a, b) => a.entry.id.localeCompare(b.entry.id))) {
       const host = r.hostId ? this.hosts.get(r.hostId) : undefined;
       const cursor = host ? r.cursor : committedCursor(this.root, r.entry.id);
@@ -255,6 +361,7 @@ export class Supervisor {
         cursor,
         handled: r.handled,
         threadId: host?.handle?.threadId ?? null,
+        conversation: r.conversation,
       });
     }
     return rows;
@@ -301,7 +408,15 @@ export class Supervisor {
 
   private agentSettings(): AgentSettings {
     const s = this.config.supervisor;
-    return { turnBatch: s.turnBatch, poisonAfter: s.poisonAfter, doneCap: s.doneCap, inboxPollMs: s.inboxPollMs, gapWaitMs: 2_000 };
+    return {
+      turnBatch: s.turnBatch,
+      brainRetries: s.brainRetries,
+      sessionCaps: this.config.sessions,
+      poisonAfter: s.poisonAfter,
+      doneCap: s.doneCap,
+      inboxPollMs: s.inboxPollMs,
+      gapWaitMs: 2_000,
+    };
   }
 
   private async hostedSpec(id: string): Promise<HostedAgentSpec> {
@@ -473,6 +588,7 @@ export class Supervisor {
           r.value = e.info.value;
           r.cursor = e.info.cursor;
           r.handled = e.info.handled;
+          r.conversation = e.info.conversation;
         }
         break;
       }
@@ -524,6 +640,29 @@ export class Supervisor {
     writeOutbox(this.root, fresh);
     writeJsonAtomic(file, [...done]);
     this.kickRouter([...new Set(fresh.map((m) => m.from))]);
+  }
+
+  /**
+   * A provider or model switch: the old conversation is archived (a different model
+   * mid-history is a different conversation) and god is offered both ways forward:
+   * keep memory (`hive switch AGENT --keep`, the history re-imported verbatim) or a
+   * snapshot (`hive switch AGENT --snapshot NAME`).
+   */
+  private async noticeProviderSwitch(agentId: string, before: unknown, after: BrainSpec): Promise<void> {
+    if (before === undefined || brainIdentity(before) === brainIdentity(after)) return;
+    const archived = await archiveSession(this.root, agentId, 'provider switch', this.config.sessions.archiveEntries);
+    if (!archived) return;
+    writeSwitchOffer(this.root, agentId, { from: brainIdentity(before), to: brainIdentity(after), archived: archived.key });
+    const notice = godNotice(
+      'switch',
+      `${agentId}/${archived.key}`,
+      `${agentId} switched provider`,
+      `Agent ${agentId} now runs ${brainIdentity(after)} (was ${brainIdentity(before)}); its conversation (${archived.turns} turns) was archived as ${archived.key}.\n` +
+        `Keep memory: hive switch ${agentId} --keep   (the history is re-imported verbatim)\n` +
+        `Snapshot:    hive switch ${agentId} --snapshot NAME   (a recap is armed as background)`,
+    );
+    writeOutbox(this.root, [notice]);
+    appendEvent(this.root, { type: 'session.switch-offered', agent: agentId, from: brainIdentity(before), to: brainIdentity(after), archived: archived.key });
   }
 
   /** Startup sweep: temp files left by a crash, in every folder Hive writes atomically. */

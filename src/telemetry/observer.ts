@@ -1,6 +1,5 @@
 import path from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
-import { fileURLToPath } from 'node:url';
 import type { Tracer } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { IMetricReader } from '@opentelemetry/sdk-metrics';
@@ -18,6 +17,7 @@ import type { TracingHandle } from './sdk.ts';
 import type { MetricsHandle } from './sdk-metrics.ts';
 import type { WorkerTelemetryInit } from './worker.ts';
 import { receiveSpans } from './relay.ts';
+import { repoRoot } from '../repo-root.ts';
 
 /** In-process exporters for an embedding application or a test (not part of the config file). */
 export interface ObserveOptions {
@@ -27,7 +27,8 @@ export interface ObserveOptions {
   metricReader?: IMetricReader;
 }
 
-const SDK_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'sdk.ts');
+/** Found from the package folder: this module may run from a compiled CLI bundle. */
+const SDK_FILE = path.join(repoRoot(), 'src', 'telemetry', 'sdk.ts');
 
 /**
  * The supervisor's observability (DESIGN §7), in one place so the supervisor only

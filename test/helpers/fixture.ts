@@ -2,17 +2,28 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
+
+/** Children started by a test; any still running when it ends are killed (no leaks). */
+const children = new Set<ChildProcess>();
+
+afterEach(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  children.clear();
+});
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const FIXTURES = path.join(REPO, 'test', 'fixtures');
 
 /** Starts `test/fixtures/<name>` as a child process running TypeScript through tsx. */
 export function startFixture(name: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(FIXTURES, name), ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(FIXTURES, name), ...args], {
     cwd: REPO,
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
+  children.add(child);
+  return child;
 }
 
 /** Calls `onLine` for each stdout line; resolves with every line when the child exits. */

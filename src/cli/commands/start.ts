@@ -28,8 +28,16 @@ export const startCommand: Command = {
     const hive = createHive(config);
     const json = args.values.json === true;
     const quiet = args.values.quiet === true;
-    if (!quiet) {
-      hive.on('delivered', (d) => io.out(json ? `${JSON.stringify({ event: 'delivered', ...d })}\n` : formatDelivery(d)));
+    /** --json: one JSON object a line for each event (tools and the chaos engine read them). */
+    const emit = (event: string, data: object) => io.out(`${JSON.stringify({ event, at: Date.now(), ...data })}\n`);
+    if (json) {
+      if (!quiet) hive.on('delivered', (d) => emit('delivered', d));
+      hive.on('crashed', (c) => emit('crashed', c));
+      hive.on('restarted', (r) => emit('restarted', r));
+      hive.on('failed', (f) => emit('failed', f));
+      hive.on('dead-lettered', (d) => emit('dead-lettered', d));
+    } else if (!quiet) {
+      hive.on('delivered', (d) => io.out(formatDelivery(d)));
       hive.on('crashed', (c) => io.err(`${clock()}  crashed: ${c.host} (${c.error}); restarting in ${c.delayMs} ms\n`));
       hive.on('failed', (f) => io.err(`${clock()}  FAILED: ${f.host} after ${f.restarts} restarts (${f.error}); god was told\n`));
       hive.on('dead-lettered', (d) => io.err(`${clock()}  dead-letter: ${d.source}: ${d.error}\n`));
@@ -46,16 +54,15 @@ export const startCommand: Command = {
     }
     const agents = hive.status().filter((s) => s.kind === 'agent').length;
     const seen = inspector ? ` inspector=${inspector.url}` : '';
-    io.out(
-      json
-        ? `${JSON.stringify({ event: 'ready', root: hive.root, agents, pid: process.pid, ...(inspector ? { inspector: inspector.url } : {}) })}\n`
-        : `hive ready: root=${hive.root} agents=${agents} pid=${process.pid}${seen} (Ctrl-C to stop)\n`,
-    );
+    if (json) emit('ready', { root: hive.root, agents, pid: process.pid, ...(inspector ? { inspector: inspector.url } : {}) });
+    else io.out(`hive ready: root=${hive.root} agents=${agents} pid=${process.pid}${seen} (Ctrl-C to stop)\n`);
     await io.interrupted;
-    io.err('hive: stopping...\n');
+    if (json) emit('status', { actors: hive.status() });
+    else io.err('hive: stopping...\n');
     await inspector?.close();
     await hive.close();
-    io.err('hive: stopped\n');
+    if (json) emit('stopped', {});
+    else io.err('hive: stopped\n');
     return 0;
   },
 };

@@ -34,6 +34,7 @@ function offlineStatus(root: string): ActorStatus[] {
         cursor,
         handled: 0,
         threadId: null,
+        conversation: null,
       } satisfies ActorStatus;
     });
 }

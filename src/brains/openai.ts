@@ -1,0 +1,97 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { HiveError } from '../errors.ts';
+import type { BrainSpec } from '../config/schema.ts';
+import type { ChatMessage } from '../session/types.ts';
+import { buildPrompt, type ToolDescription } from './prompt.ts';
+import { parseBrainAnswer } from './reply.ts';
+import type { Brain, BrainOutput, BrainTurn } from './types.ts';
+
+type OpenAISpec = Extract<BrainSpec, { kind: 'openai' }>;
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+
+/**
+ * The `openai` provider: any OpenAI-compatible chat-completions endpoint (llama.cpp
+ * server, Ollama, vLLM, hosted APIs). The restored history is sent as messages; the API
+ * key comes from the environment variable named in config (never from the config file).
+ * @example createOpenAIBrain({ kind: 'openai', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3' }, env)
+ */
+export function createOpenAIBrain(spec: OpenAISpec, env: { agentDir: string; agentName: string; tools?: ToolDescription[] }): Brain {
+  const inflight = new Set<AbortController>();
+  const url = `${spec.baseURL.replace(/\/+$/, '')}/chat/completions`;
+  const name = `Endpoint ${url} (model ${spec.model})`;
+
+  async function complete(messages: ChatMessage[]): Promise<{ content: string; ms: number; usage: unknown }> {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (spec.apiKeyEnv) {
+      const key = process.env[spec.apiKeyEnv];
+      if (!key) throw new HiveError('E_BRAIN', `${name}: environment variable ${spec.apiKeyEnv} (brain.apiKeyEnv) is not set`);
+      headers.authorization = `Bearer ${key}`;
+    }
+    const controller = new AbortController();
+    inflight.add(controller);
+    const timeoutMs = spec.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(timeoutMs)]);
+    const started = performance.now();
+    try {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ model: spec.model, messages, ...(spec.temperature !== undefined ? { temperature: spec.temperature } : {}) }),
+        signal,
+      });
+      const body = await res.text();
+      if (!res.ok) throw new HiveError('E_BRAIN', `${name} answered HTTP ${res.status}: ${body.slice(0, 300)}`);
+      let data: { choices?: { message?: { content?: unknown } }[]; usage?: unknown };
+      try {
+        data = JSON.parse(body);
+      } catch {
+        throw new HiveError('E_BRAIN', `${name} answered unreadable JSON: ${body.slice(0, 120)}`);
+      }
+      const content = data.choices?.[0]?.message?.content;
+      if (typeof content !== 'string') throw new HiveError('E_BRAIN', `${name} answered without choices[0].message.content`);
+      return { content, ms: performance.now() - started, usage: data.usage ?? null };
+    } catch (err) {
+      if (controller.signal.aborted) throw new HiveError('E_STOPPED', `${name}: request stopped`);
+      if ((err as Error).name === 'TimeoutError') throw new HiveError('E_TIMEOUT', `${name} did not answer within ${timeoutMs} ms`);
+      if ((err as { code?: string }).code?.startsWith('E_')) throw err;
+      throw new HiveError('E_BRAIN', `${name} could not be reached: ${(err as Error).message}`, { cause: err });
+    } finally {
+      inflight.delete(controller);
+    }
+  }
+
+  const identity = () => {
+    try {
+      return fs.readFileSync(path.join(env.agentDir, 'identity.md'), 'utf8');
+    } catch {
+      return `# ${env.agentName}`;
+    }
+  };
+
+  return {
+    kind: 'openai',
+    conversational: true,
+    async handle(turn: BrainTurn): Promise<BrainOutput> {
+      const prompt = buildPrompt(turn, identity(), env.tools ?? []);
+      const r = await complete([{ role: 'system', content: prompt.system }, ...prompt.messages]);
+      const out = parseBrainAnswer(r.content, turn.input, 'text', name);
+      out.trace = [
+        { kind: 'request', url, model: spec.model, messages: prompt.messages.length + 1 },
+        { kind: 'response', ms: Math.round(r.ms), usage: r.usage, text: r.content.slice(0, 20_000) },
+      ];
+      return out;
+    },
+    async summarize(text: string): Promise<string> {
+      const r = await complete([
+        { role: 'system', content: 'You write short, self-contained recaps of conversations: what was decided and learned.' },
+        { role: 'user', content: text },
+      ]);
+      return r.content.trim();
+    },
+    async close() {
+      for (const c of inflight) c.abort();
+    },
+  };
+}

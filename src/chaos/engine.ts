@@ -1,0 +1,198 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ensureAgent, ensureHive } from '../layout/ensure.ts';
+import type { HiveConfig } from '../config/schema.ts';
+import { remember } from '../memory/remember.ts';
+import { ChaosChild } from './child.ts';
+import { createRng } from './rng.ts';
+import { CLIENT, Workload } from './workload.ts';
+import { FAULT_KINDS, WHILE_DOWN, brainThrow, garbageInbox, garbageOutbox, supervisorKill, workerTerminate, type FaultContext, type FaultKind, type FaultRecord } from './faults.ts';
+import { checkInvariants, type Invariant } from './invariants.ts';
+import { repoRoot } from '../repo-root.ts';
+
+const REPO = repoRoot();
+const BRAIN = path.join(REPO, 'scripts', 'chaos', 'brain.ts');
+
+export interface ChaosOptions {
+  /** The hive to model: its agent ids and placement are used; brains are replaced. */
+  config: Pick<HiveConfig, 'agents' | 'supervisor'> & Partial<Pick<HiveConfig, 'root'>>;
+  durationMs: number;
+  seed: number;
+  /** Where the chaos hive lives (a fresh temp folder by default; never the real root). */
+  root?: string;
+  /** Extra environment for the hive process (test builds: HIVE_TEST_PLANT). */
+  env?: Record<string, string>;
+  /** Workload ticks per second. */
+  rate?: number;
+  /** Restrict the plan to these fault kinds (default: every kind at least once). */
+  faults?: FaultKind[];
+  log?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  ok: boolean;
+  seed: number;
+  root: string;
+  durationMs: number;
+  agents: number;
+  workload: { requests: number; broadcasts: number; memoryEntries: number; answers: number };
+  faults: Record<FaultKind, { injected: number; recovered: number }>;
+  recoveryMs: { p50: number | null; max: number | null; samples: number };
+  invariants: Invariant[];
+  events: FaultRecord[];
+  exitCode: number | null;
+}
+
+/** The fault plan: every kind (of `kinds`) at least once, the rest drawn from the seed. */
+function plan(rng: ReturnType<typeof createRng>, steps: number, kinds: readonly FaultKind[]): FaultKind[] {
+  const base = rng.shuffle(kinds);
+  const pool = kinds.filter((k) => !WHILE_DOWN.has(k));
+  const extra = Array.from({ length: Math.max(0, steps - base.length) }, () => rng.pick(pool.length ? pool : kinds));
+  return [...base, ...extra];
+}
+
+function percentile(values: number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+}
+
+/**
+ * Runs a workload on a copy of a hive while injecting faults from a seed, then checks
+ * the invariants. The engine behind `hive chaos` and the chaos tests.
+ * @example const report = await runChaos({ config, durationMs: 20_000, seed: 7 });
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const log = options.log ?? (() => undefined);
+  const rng = createRng(options.seed);
+  const work = options.root ?? fs.mkdtempSync(path.join(os.tmpdir(), 'hive-chaos-'));
+  const root = path.join(work, 'hive');
+  const agentIds = options.config.agents.map((a) => a.id);
+  if (agentIds.length < 2) agentIds.push(...['chaos-a', 'chaos-b'].slice(0, 2 - agentIds.length));
+  const configFile = path.join(work, 'chaos.config.json');
+  fs.writeFileSync(
+    configFile,
+    JSON.stringify({
+      root,
+      agents: [
+        ...agentIds.map((id) => ({ id, brain: { kind: 'module', module: BRAIN }, ...(options.config.agents.find((a) => a.id === id)?.host ? { host: options.config.agents.find((a) => a.id === id)!.host } : {}) })),
+        { id: CLIENT, brain: { kind: 'external' } },
+      ],
+      router: { pollMs: 500 },
+      supervisor: {
+        agentsPerWorker: options.config.supervisor?.agentsPerWorker ?? 1,
+        inboxPollMs: 500,
+        stopGraceMs: 5_000,
+        restart: { maxRestarts: 1_000, withinMs: 60_000, backoff: { initialMs: 20, maxMs: 500, factor: 2, jitter: 0.2 } },
+      },
+    }),
+  );
+  await ensureHive(root);
+  await ensureAgent(root, { id: CLIENT, brain: { kind: 'external' } });
+  for (const id of agentIds) await ensureAgent(root, { id, brain: { kind: 'module', module: BRAIN } });
+
+  const child = new ChaosChild(configFile, options.env ?? {});
+  const workload = new Workload(root, agentIds, rng, (r, a, text) => remember(r, a, text));
+  const ctx: FaultContext = { root, child, rng, workload, agents: agentIds, garbage: new Set(), records: [], recoveryTimeoutMs: 20_000 };
+  const t0 = Date.now();
+  try {
+    return await drive();
+  } finally {
+    await child.kill(); // no-op after a clean stop; no hive process outlives a failed run
+  }
+
+  async function drive(): Promise<ChaosReport> {
+    await child.start();
+    log(`chaos: hive up at ${root} (${agentIds.length} agents), seed ${options.seed}`);
+
+    let running = true;
+    const interval = 1000 / (options.rate ?? 40);
+    const traffic = (async () => {
+      while (running) {
+        await workload.tick();
+        await new Promise((r) => setTimeout(r, interval));
+      }
+    })();
+
+    const kinds = options.faults ?? FAULT_KINDS;
+    const faults = plan(rng, Math.max(kinds.length, Math.round(options.durationMs / 1_500)), kinds);
+    const end = t0 + options.durationMs;
+    let slowActive = false;
+    for (let i = 0; i < faults.length; ) {
+      if (Date.now() >= end && i >= kinds.length) break;
+      await new Promise((r) => setTimeout(r, rng.int(150, 600)));
+      const kind = faults[i]!;
+      i += 1;
+      log(`chaos: ${kind}`);
+      if (kind === 'supervisor-kill' || WHILE_DOWN.has(kind)) {
+        const riders: FaultKind[] = WHILE_DOWN.has(kind) ? [kind] : [];
+        if (kind === 'supervisor-kill' && rng.next() < 0.5) riders.push(rng.pick(['journal-truncate', 'stale-lock'] as const));
+        const slow = riders.includes('slow-disk');
+        await supervisorKill(ctx, riders, slow);
+        slowActive = slow;
+      } else if (kind === 'worker-terminate') await workerTerminate(ctx);
+      else if (kind === 'brain-throw') await brainThrow(ctx);
+      else if (kind === 'garbage-inbox') await garbageInbox(ctx);
+      else if (kind === 'garbage-outbox') await garbageOutbox(ctx);
+    }
+    while (Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    running = false;
+    await traffic;
+    if (slowActive) await supervisorKill(ctx, [], false);
+
+    // Drain: answer the people's questions until every request has its reply, or until
+    // nothing has moved for a while (a lost message never arrives: the invariants say so).
+    const { listInbox } = await import('../queue/inbox.ts');
+    let last = -1;
+    let lastChange = Date.now();
+    while (Date.now() - lastChange < 8_000) {
+      workload.answerQuestions();
+      const got = listInbox(root, CLIENT).length;
+      if (got >= workload.requests.size) break;
+      if (got !== last) {
+        last = got;
+        lastChange = Date.now();
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    const stopped = await child.stop();
+    const final = (stopped.status as { actors?: { id: string; kind: string; status: string }[] } | null) ?? null;
+    const invariants = checkInvariants(root, workload, agentIds, final, ctx.garbage);
+    if (stopped.code !== 0) invariants.push({ name: 'graceful stop', held: false, detail: `the hive exited with code ${stopped.code}` });
+
+    const faultsByKind = Object.fromEntries(FAULT_KINDS.map((k) => [k, { injected: 0, recovered: 0 }])) as ChaosReport['faults'];
+    for (const r of ctx.records) {
+      faultsByKind[r.kind].injected += 1;
+      if (r.recoveryMs !== null) faultsByKind[r.kind].recovered += 1;
+    }
+    const recoveries = ctx.records.filter((r) => r.recoveryMs !== null && r.kind !== 'garbage-inbox' && r.kind !== 'garbage-outbox').map((r) => r.recoveryMs!);
+    return {
+      ok: invariants.every((i) => i.held),
+      seed: options.seed,
+      root,
+      durationMs: Date.now() - t0,
+      agents: agentIds.length,
+      workload: { requests: workload.requests.size, broadcasts: workload.broadcasts.length, memoryEntries: workload.memory.length, answers: workload.answers.size },
+      faults: faultsByKind,
+      recoveryMs: { p50: percentile(recoveries, 50), max: percentile(recoveries, 100), samples: recoveries.length },
+      invariants,
+      events: ctx.records,
+      exitCode: stopped.code,
+    };
+  }
+}
+
+/** The report as text. */
+export function formatReport(r: ChaosReport): string {
+  const lines = [`chaos run: seed ${r.seed}, ${Math.round(r.durationMs / 1000)} s, ${r.agents} agents, hive ${r.root}`];
+  lines.push(`workload: ${r.workload.requests} requests, ${r.workload.broadcasts} broadcasts, ${r.workload.memoryEntries} memory entries, ${r.workload.answers} answers`);
+  lines.push('faults injected (recovered):');
+  for (const [k, v] of Object.entries(r.faults)) lines.push(`  ${k.padEnd(18)} ${v.injected} (${v.recovered})`);
+  lines.push(`recovery: p50 ${r.recoveryMs.p50 ?? '-'} ms, max ${r.recoveryMs.max ?? '-'} ms over ${r.recoveryMs.samples} faults`);
+  lines.push('invariants:');
+  for (const i of r.invariants) lines.push(`  ${i.held ? 'held  ' : 'FAILED'} ${i.name}: ${i.detail}`);
+  lines.push(r.ok ? 'all invariants held' : 'INVARIANTS FAILED');
+  return `${lines.join('\n')}\n`;
+}

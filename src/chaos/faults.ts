@@ -1,0 +1,151 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { agentPaths, hivePaths } from '../layout/paths.ts';
+import { controlRequest } from '../supervisor/control.ts';
+import { listDeadLetters } from '../queue/dead-letter.ts';
+import { stateWalEnd } from '../agent/state-store.ts';
+import type { ChaosChild } from './child.ts';
+import type { Rng } from './rng.ts';
+import type { Workload } from './workload.ts';
+
+/** Every fault the engine injects (README: Reliability). */
+export const FAULT_KINDS = [
+  'worker-terminate',
+  'brain-throw',
+  'supervisor-kill',
+  'journal-truncate',
+  'stale-lock',
+  'garbage-inbox',
+  'garbage-outbox',
+  'slow-disk',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** Faults that need the supervisor down; they ride on a supervisor kill. */
+export const WHILE_DOWN: ReadonlySet<FaultKind> = new Set(['journal-truncate', 'stale-lock', 'slow-disk']);
+
+export interface FaultRecord {
+  kind: FaultKind;
+  at: number;
+  /** ms until the hive was observed to have recovered; null if it was not observed. */
+  recoveryMs: number | null;
+  detail: string;
+}
+
+export interface FaultContext {
+  root: string;
+  child: ChaosChild;
+  rng: Rng;
+  workload: Workload;
+  agents: string[];
+  /** Names of garbage files that must end in dead-letter/. */
+  garbage: Set<string>;
+  records: FaultRecord[];
+  recoveryTimeoutMs: number;
+}
+
+function record(ctx: FaultContext, kind: FaultKind, t0: number, recovered: boolean, detail: string): void {
+  ctx.records.push({ kind, at: t0, recoveryMs: recovered ? Date.now() - t0 : null, detail });
+}
+
+function deadPid(): number {
+  const r = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  return Number(r.stdout);
+}
+
+async function until(check: () => boolean, timeoutMs: number): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return check();
+}
+
+export async function workerTerminate(ctx: FaultContext): Promise<void> {
+  const agent = ctx.rng.pick(ctx.agents);
+  const restarted = ctx.child.waitFor((e) => e.event === 'restarted' && (e.agents as string[]).includes(agent), ctx.recoveryTimeoutMs, `restart of ${agent}`);
+  const t0 = Date.now();
+  await controlRequest(ctx.root, { op: 'crash', agent });
+  const ok = await restarted.then(() => true, () => false);
+  record(ctx, 'worker-terminate', t0, ok, `terminated the worker of ${agent}`);
+}
+
+export async function brainThrow(ctx: FaultContext): Promise<void> {
+  const agent = ctx.rng.pick(ctx.agents);
+  const restarted = ctx.child.waitFor((e) => e.event === 'restarted' && (e.agents as string[]).includes(agent), ctx.recoveryTimeoutMs, `restart of ${agent}`);
+  const t0 = Date.now();
+  const m = ctx.workload.request('throw', agent);
+  const ok = await restarted.then(() => true, () => false);
+  record(ctx, 'brain-throw', t0, ok, `${agent}'s brain threw on ${m.id}`);
+}
+
+async function garbage(ctx: FaultContext, kind: 'garbage-inbox' | 'garbage-outbox'): Promise<void> {
+  const agent = ctx.rng.pick(ctx.agents);
+  const name = `junk-${Date.now()}-${ctx.rng.int(0, 1e6)}.json`;
+  const dir = kind === 'garbage-inbox' ? agentPaths(ctx.root, agent).inbox : agentPaths(ctx.root, agent).outbox;
+  const t0 = Date.now();
+  fs.writeFileSync(path.join(dir, name), ctx.rng.next() < 0.5 ? '{ "half": ' : JSON.stringify({ from: agent, to: '../../etc', act: 'inform', body: 1 }));
+  ctx.garbage.add(name);
+  const ok = await until(() => listDeadLetters(ctx.root).some((d) => d.name.endsWith(name)), ctx.recoveryTimeoutMs);
+  record(ctx, kind, t0, ok, `${dir.slice(ctx.root.length + 1)}/${name}`);
+}
+
+export const garbageInbox = (ctx: FaultContext) => garbage(ctx, 'garbage-inbox');
+export const garbageOutbox = (ctx: FaultContext) => garbage(ctx, 'garbage-outbox');
+
+/** While the supervisor is down: a torn commit in a state log, a journal cut mid-line. */
+function truncateJournals(ctx: FaultContext): string {
+  const agent = ctx.rng.pick(ctx.agents);
+  const p = agentPaths(ctx.root, agent);
+  const done: string[] = [];
+  if (fs.existsSync(p.stateWal)) {
+    const end = stateWalEnd(ctx.root, agent);
+    const torn = Buffer.from(`0123456789abcdef {"version":1,"agent":"${agent}","commit":99999999,"cursor":999`);
+    const fd = fs.openSync(p.stateWal, 'r+');
+    if (end + torn.length < fs.fstatSync(fd).size) fs.writeSync(fd, torn, 0, torn.length, end);
+    fs.closeSync(fd);
+    done.push(`agents/${agent}/state.wal (torn commit at ${end})`);
+  }
+  const log = hivePaths(ctx.root).log;
+  const size = fs.statSync(log).size;
+  if (size > 40) {
+    fs.truncateSync(log, size - ctx.rng.int(5, 30));
+    done.push('log.jsonl (cut mid-line)');
+  }
+  return done.join(', ');
+}
+
+/** While the supervisor is down: inbox locks that name a dead owner (hive.lock is left by the kill). */
+function leaveStaleLocks(ctx: FaultContext): string {
+  const agent = ctx.rng.pick(ctx.agents);
+  const p = agentPaths(ctx.root, agent);
+  fs.mkdirSync(p.inboxLock, { recursive: true });
+  fs.writeFileSync(p.inboxLockOwner, JSON.stringify({ pid: deadPid(), host: os.hostname(), started_at: new Date().toISOString(), lock_ino: fs.statSync(p.inboxLock).ino }));
+  return `agents/${agent}/inbox/.lock (dead owner) and hive.lock (killed supervisor)`;
+}
+
+/**
+ * SIGKILL the supervisor process, apply the faults that need it down, start it again.
+ * Recovery time: kill → ready line (every actor restored, routing).
+ */
+export async function supervisorKill(ctx: FaultContext, riders: FaultKind[], slow: boolean): Promise<void> {
+  const t0 = Date.now();
+  await ctx.child.kill();
+  const notes: string[] = [];
+  for (const r of riders) {
+    if (r === 'journal-truncate') notes.push(truncateJournals(ctx));
+    if (r === 'stale-lock') notes.push(leaveStaleLocks(ctx));
+  }
+  const restarted = await ctx.child.start(slow ? { HIVE_CHAOS_FSYNC_DELAY_MS: '4' } : {}).then(
+    () => true,
+    () => false,
+  );
+  // A retrying client resends its last requests once the hive is back (same ids).
+  await new Promise((r) => setTimeout(r, 300));
+  ctx.workload.resendRecent();
+  record(ctx, 'supervisor-kill', t0, restarted, slow ? 'restarted with a slow disk' : 'restarted');
+  for (const r of riders) record(ctx, r, t0, restarted, notes.shift() ?? (r === 'slow-disk' ? 'fsync delayed 4 ms until the next restart' : ''));
+}

@@ -1,0 +1,86 @@
+import { writeOutbox } from '../queue/outbox.ts';
+import { createMessage, type HiveMessage } from '../protocol/message.ts';
+import { answerQuestion, listQuestions } from '../human/questions.ts';
+import type { Rng } from './rng.ts';
+
+export const CLIENT = 'chaos-client';
+
+export type RequestKind = 'plain' | 'throw' | 'ask';
+
+/**
+ * The chaos workload and its ledger: every message it got acknowledged (the durable write
+ * returned), every memory entry, every answer. The invariants are checked against it.
+ */
+export class Workload {
+  readonly requests = new Map<string, { to: string; kind: RequestKind }>();
+  readonly broadcasts: string[] = [];
+  readonly memory: { agent: string; marker: string }[] = [];
+  readonly answers = new Map<string, { question: string; to: string }>();
+  private readonly recent: HiveMessage[] = [];
+  private n = 0;
+
+  constructor(
+    private readonly root: string,
+    private readonly agents: string[],
+    private readonly rng: Rng,
+    private readonly remember: (root: string, agent: string, text: string) => Promise<unknown>,
+  ) {}
+
+  /** Sends one request (acknowledged once durable); `kind` throw/ask exercise faults and people. */
+  request(kind: RequestKind = 'plain', to = this.rng.pick(this.agents)): HiveMessage {
+    const n = this.n++;
+    const body = kind === 'throw' ? `chaos:throw-once ${n}` : kind === 'ask' ? `chaos:ask ${n}` : `req ${n}`;
+    const m = createMessage({ from: CLIENT, to, act: 'request', body });
+    writeOutbox(this.root, [m]);
+    this.requests.set(m.id, { to, kind });
+    this.recent.push(m);
+    if (this.recent.length > 40) this.recent.shift();
+    return m;
+  }
+
+  /**
+   * A retrying client: after an outage it sends its last requests again, with the same
+   * ids, because it cannot know which were routed. Delivery must drop the copies.
+   */
+  resendRecent(count = 10): number {
+    // Not the newest: those may still wait in the outbox. Older ones were surely routed.
+    const again = this.recent.slice(0, count);
+    writeOutbox(this.root, again);
+    return again.length;
+  }
+
+  broadcast(): HiveMessage {
+    const m = createMessage({ from: CLIENT, to: 'broadcast', act: 'inform', body: `all hands ${this.n++}`, requires_reply: false });
+    writeOutbox(this.root, [m]);
+    this.broadcasts.push(m.id);
+    return m;
+  }
+
+  async rememberOne(): Promise<void> {
+    const agent = this.rng.pick(this.agents);
+    const marker = `chaos-memory-${this.n++}-${Math.floor(this.rng.next() * 1e9)}`;
+    await this.remember(this.root, agent, `Chaos note\n${marker}`);
+    this.memory.push({ agent, marker });
+  }
+
+  /** The people in the loop, automated: answers every open question. */
+  answerQuestions(): number {
+    let answered = 0;
+    for (const q of listQuestions(this.root, { open: true })) {
+      if (q.from === 'hive') continue;
+      const reply = answerQuestion(this.root, q.id, 'yes, go ahead');
+      this.answers.set(reply.id, { question: q.id, to: q.from });
+      answered += 1;
+    }
+    return answered;
+  }
+
+  /** One tick of background traffic. */
+  async tick(): Promise<void> {
+    const r = this.rng.next();
+    this.request(r < 0.04 ? 'ask' : 'plain');
+    if (r > 0.93) this.broadcast();
+    if (r > 0.85 && r <= 0.93) await this.rememberOne();
+    if (this.n % 10 === 0) this.answerQuestions();
+  }
+}

@@ -1,0 +1,42 @@
+import { requestJsonLine } from '../../net/json-line.ts';
+import { resolveSocketPath } from '../../net/socket-path.ts';
+import { HOOKS_SOCKET } from '../../hooks/socket-name.ts';
+import { readAll } from '../io.ts';
+import { str, type Command } from '../args.ts';
+import path from 'node:path';
+
+/** Connect to answer; with process start (~0.5 s) the whole call stays under 5 s. */
+const BUDGET_MS = 4_000;
+
+export const hookCommand: Command = {
+  name: 'hook',
+  summary: 'the shim an agent CLI runs as its hook: forwards the event on stdin to HIVE_SOCK, prints the answer (never blocks > 5 s)',
+  usage: 'hive hook [--event NAME] [--agent ID] [--sock PATH | --root DIR]',
+  options: { event: { type: 'string' }, agent: { type: 'string' }, sock: { type: 'string' }, root: { type: 'string' } },
+  async run(args, io) {
+    const started = Date.now();
+    let event: Record<string, unknown> = {};
+    const text = (await Promise.race([readAll(io.stdin), new Promise<string>((r) => setTimeout(() => r(''), 1_000).unref())])).trim();
+    if (text) {
+      try {
+        const parsed = JSON.parse(text);
+        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) event = parsed;
+      } catch {
+        io.err('hive hook: stdin is not a JSON object; forwarding the flags only\n');
+      }
+    }
+    const name = str(args, 'event');
+    if (name) event.hook_event_name = name;
+    event.agent_id ??= str(args, 'agent') ?? io.env.AGENT_ID;
+    const sock = str(args, 'sock') ?? io.env.HIVE_SOCK ?? resolveSocketPath(path.resolve(io.cwd, str(args, 'root') ?? io.env.HIVE_ROOT ?? '.hive'), HOOKS_SOCKET);
+    try {
+      const answer = await requestJsonLine(sock, event, Math.max(100, BUDGET_MS - (Date.now() - started)));
+      io.out(`${JSON.stringify(answer)}\n`);
+    } catch (err) {
+      // Never hold the agent up or fail it: a neutral answer and a note on stderr.
+      io.err(`hive hook: ${(err as Error).message}\n`);
+      io.out('{}\n');
+    }
+    return 0;
+  },
+};

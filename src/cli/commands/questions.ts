@@ -1,0 +1,49 @@
+import { listQuestions, answerQuestion } from '../../human/questions.ts';
+import { controlRequest } from '../../supervisor/control.ts';
+import { isHiveError } from '../../errors.ts';
+import { JSON_OPTION, ROOT_OPTION, badArgs, rootOf, str, type Command } from '../args.ts';
+import { readAll } from '../io.ts';
+
+export const askCommand: Command = {
+  name: 'ask',
+  summary: 'list open questions for the people in the loop (ASK ME cards)',
+  usage: 'hive ask --root DIR [--all] [--json]',
+  options: { ...ROOT_OPTION, ...JSON_OPTION, all: { type: 'boolean' } },
+  async run(args, io) {
+    const root = rootOf(args, io);
+    const questions = listQuestions(root, { open: !args.values.all });
+    if (args.values.json) {
+      io.out(`${JSON.stringify({ questions }, null, 2)}\n`);
+      return 0;
+    }
+    if (questions.length === 0) io.out('no open questions\n');
+    for (const q of questions) {
+      io.out(`ASK ME ${q.id}  from ${q.from}${q.answered ? '  (answered)' : ''}\n  ${q.subject ? `${q.subject}: ` : ''}${q.body.replace(/\n/g, '\n  ')}\n`);
+    }
+    return 0;
+  },
+};
+
+export const answerCommand: Command = {
+  name: 'answer',
+  summary: 'answer a question: the reply goes into the same conversation and unblocks the asker',
+  usage: 'hive answer ID --body TEXT|- [--root DIR] [--again]',
+  options: { ...ROOT_OPTION, body: { type: 'string' }, again: { type: 'boolean' } },
+  positionals: [1, 1],
+  async run(args, io) {
+    const root = rootOf(args, io);
+    let body = str(args, 'body');
+    if (body === undefined) throw badArgs(this, 'missing --body');
+    if (body === '-') body = await readAll(io.stdin);
+    const id = args.positionals[0]!;
+    const again = args.values.again === true;
+    try {
+      const r = await controlRequest<{ id: string }>(root, { op: 'answer', question: id, body, again });
+      io.out(`${r.id}\n`);
+    } catch (err) {
+      if (!isHiveError(err, 'E_NOT_FOUND') || !/Nothing listens/.test((err as Error).message)) throw err;
+      io.out(`${answerQuestion(root, id, body, { again }).id}\n`);
+    }
+    return 0;
+  },
+};

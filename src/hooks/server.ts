@@ -1,0 +1,150 @@
+import fs from 'node:fs';
+import { agentPaths } from '../layout/paths.ts';
+import { isAgentId } from '../protocol/agent-id.ts';
+import { appendEvent } from '../log/event-log.ts';
+import { HiveError } from '../errors.ts';
+import { listenJsonLine, type JsonLineServer } from '../net/json-line.ts';
+import { publishSocketPath, socketPathFor } from '../net/socket-path.ts';
+import { readInbox, moveToDone } from '../queue/inbox.ts';
+import { committedCursor } from '../queue/committed-cursor.ts';
+import { commitCursor } from '../queue/cursor.ts';
+import { describeInput } from '../brains/prompt.ts';
+import { currentSession } from '../session/session.ts';
+import { sessionPaths } from '../session/paths.ts';
+import { evaluateToolPolicy, type DenyRule } from './policy.ts';
+import { HOOKS_SOCKET } from './socket-name.ts';
+
+/**
+ * The hooks socket `<root>/hooks.sock` (mode 0600, HIVE_SOCK for agent CLIs). One
+ * newline-terminated JSON event per connection, answered with one JSON object.
+ * Field names follow munder-difflin (and Claude Code's hooks): `hook_event_name`,
+ * `agent_id`, `session_id`, `tool_name`, `tool_input`, ...
+ *
+ * Every event goes into the agent's session transcript and `log.jsonl`. `PreToolUse` is
+ * checked against the operator's deny rules. `Stop` hands a passive (externally run)
+ * agent its unprocessed inbox messages as extra context (`decision: "block"` with the
+ * messages as the reason, so the CLI keeps going) and an `ack` token; the cursor moves
+ * only when that token comes back (an `Ack` event, or any later event carrying `ack`).
+ * An unknown agent, malformed JSON or an oversized line gets an error answer and the
+ * connection is closed; nothing else is affected.
+ */
+
+export { HOOKS_SOCKET };
+export const HOOK_EVENTS = ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop', 'Notification', 'Ack'] as const;
+
+export interface HooksOptions {
+  maxLineBytes: number;
+  deny: DenyRule[];
+  /** Agents whose inbox is drained through Stop (no actor of their own). */
+  isPassive(agentId: string): boolean;
+  /** Called after a passive agent's cursor moved (status refresh). */
+  onAck?(agentId: string, cursor: number): void;
+}
+
+interface HookEvent {
+  hook_event_name: (typeof HOOK_EVENTS)[number];
+  agent_id: string;
+  session_id?: string;
+  tool_name?: string;
+  tool_input?: unknown;
+  ack?: string;
+  stop_hook_active?: boolean;
+  [key: string]: unknown;
+}
+
+function fail(code: 'E_HOOK' | 'E_UNKNOWN_AGENT', message: string): never {
+  throw new HiveError(code, message);
+}
+
+function validate(root: string, raw: unknown): HookEvent {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('E_HOOK', 'Expected a JSON object with hook_event_name and agent_id');
+  const e = raw as Record<string, unknown>;
+  if (!(HOOK_EVENTS as readonly unknown[]).includes(e.hook_event_name)) {
+    fail('E_HOOK', `Expected hook_event_name to be one of ${HOOK_EVENTS.join(', ')}, got ${JSON.stringify(e.hook_event_name)}`);
+  }
+  if (!isAgentId(e.agent_id)) fail('E_HOOK', `Expected agent_id to be an agent id, got ${JSON.stringify(e.agent_id)}`);
+  if (!fs.existsSync(agentPaths(root, e.agent_id).dir)) fail('E_UNKNOWN_AGENT', `Unknown agent ${JSON.stringify(e.agent_id)}`);
+  return e as HookEvent;
+}
+
+function journal(root: string, e: HookEvent, answer: unknown): void {
+  try {
+    const key = currentSession(root, e.agent_id).key;
+    const line = { at: new Date().toISOString(), kind: 'hook', event: e, answer };
+    fs.appendFileSync(sessionPaths(root, e.agent_id, key).transcript, `${JSON.stringify(line)}\n`);
+  } catch {
+    // the log line below still records it
+  }
+  appendEvent(root, { type: `hook.${e.hook_event_name}`, agent: e.agent_id, session: e.session_id ?? null, tool: e.tool_name ?? null });
+}
+
+/** Moves a passive agent's cursor to the seq an ack token names. */
+function acknowledge(root: string, agentId: string, token: string, options: HooksOptions): number | null {
+  const m = /^([a-z0-9][a-z0-9._-]{0,63}):(\d+)$/.exec(token);
+  if (!m || m[1] !== agentId) return null;
+  const seq = Number(m[2]);
+  if (seq <= committedCursor(root, agentId)) return seq;
+  commitCursor(root, agentId, seq);
+  moveToDone(root, agentId, seq);
+  options.onAck?.(agentId, seq);
+  appendEvent(root, { type: 'hook.acknowledged', agent: agentId, cursor: seq });
+  return seq;
+}
+
+function answerFor(root: string, e: HookEvent, options: HooksOptions, pendingAck: Map<string, string>): Record<string, unknown> {
+  if (typeof e.ack === 'string') acknowledge(root, e.agent_id, e.ack, options);
+  switch (e.hook_event_name) {
+    case 'PreToolUse': {
+      const verdict = evaluateToolPolicy(options.deny, e.agent_id, String(e.tool_name ?? ''), e.tool_input);
+      return verdict.allow ? { ok: true, decision: 'allow' } : { ok: true, decision: 'deny', reason: verdict.reason };
+    }
+    case 'Ack':
+      return { ok: true, cursor: typeof e.ack === 'string' ? committedCursor(root, e.agent_id) : null };
+    case 'Stop': {
+      if (!options.isPassive(e.agent_id)) return { ok: true };
+      const previous = pendingAck.get(e.agent_id);
+      if (e.stop_hook_active && previous) acknowledge(root, e.agent_id, previous, options);
+      const entries = readInbox(root, e.agent_id, committedCursor(root, e.agent_id), 50).entries;
+      if (entries.length === 0) {
+        pendingAck.delete(e.agent_id);
+        return { ok: true };
+      }
+      const ack = `${e.agent_id}:${entries.at(-1)!.seq}`;
+      pendingAck.set(e.agent_id, ack);
+      const text = entries.map((x) => describeInput({ kind: 'message', seq: x.seq, message: x.message })).join('\n\n');
+      return {
+        ok: true,
+        decision: 'block',
+        reason: `You have ${entries.length} new message(s) in the hive:\n\n${text}`,
+        messages: entries.map((x) => x.message),
+        ack,
+      };
+    }
+    default:
+      return { ok: true };
+  }
+}
+
+/** Starts the hooks socket for a hive; the supervisor owns it. */
+export async function startHooksServer(root: string, options: HooksOptions): Promise<JsonLineServer> {
+  const socketPath = socketPathFor(root, HOOKS_SOCKET);
+  const pendingAck = new Map<string, string>();
+  const server = await listenJsonLine(socketPath, {
+    maxBytes: options.maxLineBytes,
+    onBadLine: (error) => appendEvent(root, { type: 'hook.rejected', error }),
+    async handle(raw) {
+      let e: HookEvent;
+      try {
+        e = validate(root, raw);
+      } catch (err) {
+        appendEvent(root, { type: 'hook.rejected', error: (err as Error).message });
+        throw err;
+      }
+      const answer = answerFor(root, e, options, pendingAck);
+      journal(root, e, answer);
+      return answer;
+    },
+  });
+  publishSocketPath(root, HOOKS_SOCKET, socketPath);
+  return server;
+}

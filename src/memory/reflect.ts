@@ -1,0 +1,153 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { agentPaths, hivePaths } from '../layout/paths.ts';
+import { fsyncDir, listDir, writeFileAtomic } from '../fs/atomic.ts';
+import { appendEvent } from '../log/event-log.ts';
+import { HiveError } from '../errors.ts';
+import { withFileLock } from './lock.ts';
+import { condenseTask, condenseText, verifyCondensed, type CondenseResult, type CondenseSettings } from './condense.ts';
+import { separatorAfter } from './format.ts';
+import type { MemoryJobs } from './jobs.ts';
+import type { Summarizer, SummarizerSpec } from './summarizer.ts';
+
+/**
+ * The reflector's disk work: condense one agent's memory.md without ever losing it.
+ *
+ *   1. snapshot S: read memory.md under its lock (an append is never half in S)
+ *   2. back S up to backups/<stamp>/<id>/memory.md, durably (file and folders fsynced)
+ *   3. condense S into O (piscina job, or the given summarizer function): no lock held,
+ *      so `remember` keeps appending meanwhile
+ *   4. verify O against S (pinned kept verbatim, recent byte-identical, smaller): abort
+ *      on any problem, memory.md untouched
+ *   5. under the lock: re-read C; C must start with S (anything else was rewritten by
+ *      hand meanwhile: abort); the tail C[S.length:] holds the entries appended during
+ *      3–4 and is carried over: F = O + tail. Write F to a temp file, fsync, rename over
+ *      memory.md, fsync the folder.
+ *
+ * A crash (SIGKILL) before the rename in 5 leaves memory.md as it was, plus every
+ * append (appends went to the real file); the temp file is swept at the next start.
+ * After the rename, memory.md is F. Never torn, never missing an entry.
+ */
+
+export interface ReflectOptions {
+  settings: CondenseSettings & { backupsKeep: number };
+  /** A summarizer function (runs in this thread), or a spec run as a pool job. */
+  summarizer: Summarizer | SummarizerSpec;
+  /** Required for a spec summarizer; without it the job runs inline. */
+  jobs?: MemoryJobs;
+  /** @internal Test pauses at the dangerous moments. */
+  hooks?: { afterBackup?: () => Promise<void>; beforeSwap?: () => Promise<void> };
+  now?: () => Date;
+}
+
+export type ReflectResult =
+  | { agent: string; status: 'condensed'; before: number; after: number; carried: number; backup: string; summarizer: string; fallback: string | null; condensed: number }
+  | { agent: string; status: 'skipped' | 'aborted'; reason: string };
+
+function stampOf(now: Date): string {
+  return now.toISOString().replace(/[:.]/g, '-');
+}
+
+/** Writes the backup durably; returns its path. */
+function backup(root: string, agent: string, data: Buffer, now: Date): string {
+  const base = hivePaths(root).backups;
+  let stamp = stampOf(now);
+  for (let i = 1; fs.existsSync(path.join(base, stamp, agent)); i++) stamp = `${stampOf(now)}-${i}`;
+  const dir = path.join(base, stamp, agent);
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, 'memory.md');
+  writeFileAtomic(file, data);
+  fsyncDir(path.join(base, stamp));
+  fsyncDir(base);
+  return file;
+}
+
+/** Keeps the newest `keep` backups of an agent. */
+function pruneBackups(root: string, agent: string, keep: number): void {
+  const base = hivePaths(root).backups;
+  const mine = listDir(base)
+    .filter((s) => fs.existsSync(path.join(base, s, agent)))
+    .sort();
+  for (const stamp of mine.slice(0, Math.max(0, mine.length - keep))) {
+    fs.rmSync(path.join(base, stamp, agent), { recursive: true, force: true });
+    if (listDir(path.join(base, stamp)).length === 0) fs.rmSync(path.join(base, stamp), { recursive: true, force: true });
+  }
+}
+
+async function condense(agent: string, text: string, options: ReflectOptions): Promise<CondenseResult> {
+  const s = options.summarizer;
+  if (typeof s === 'function') return condenseText(text, options.settings, s, agent);
+  const task = { agent, text, settings: { keepRecent: options.settings.keepRecent, targetBytes: options.settings.targetBytes }, summarizer: s };
+  return options.jobs ? options.jobs.condense(task) : condenseTask(task);
+}
+
+/**
+ * Condenses an agent's memory.md (see the file header for the steps and crash cases).
+ * @example await condenseAgentMemory(root, 'alice', { settings: { keepRecent: 10, targetBytes: 32_768, backupsKeep: 5 }, summarizer: { kind: 'extractive' } })
+ */
+export async function condenseAgentMemory(root: string, agent: string, options: ReflectOptions): Promise<ReflectResult> {
+  const file = agentPaths(root, agent).memory;
+  const now = options.now?.() ?? new Date();
+  const snapshot = await withFileLock(file, () => {
+    try {
+      return fs.readFileSync(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+  });
+  if (!snapshot) return { agent, status: 'skipped', reason: 'no memory.md' };
+  const text = snapshot.toString('utf8');
+  const backupFile = backup(root, agent, snapshot, now);
+  await options.hooks?.afterBackup?.();
+  const result = await condense(agent, text, options);
+  if (result.text === null) return { agent, status: 'skipped', reason: 'nothing old enough to condense' };
+  const condensed = result.text;
+  const problems = verifyCondensed(text, condensed, options.settings.keepRecent);
+  if (problems.length > 0) return abort(root, agent, `verification failed: ${problems.join('; ')}`);
+  const swapped = await withFileLock(file, async () => {
+    const current = fs.readFileSync(file);
+    if (current.length < snapshot.length || !current.subarray(0, snapshot.length).equals(snapshot)) {
+      return null;
+    }
+    const tail = current.subarray(snapshot.length).toString('utf8');
+    // Appends were separated from S's last bytes; O ends with the same bytes unless S's
+    // last block was pinned (moved up), in which case the separator is made again.
+    const same = text.length > 0 && condensed.endsWith(text.slice(-Math.min(text.length, 64)));
+    const final = tail === '' || same ? condensed + tail : condensed + separatorAfter(condensed) + tail.replace(/^\n+/, '');
+    if (Buffer.byteLength(final) >= current.length) throw new HiveError('E_IO', `condensed ${file} would not be smaller`);
+    await options.hooks?.beforeSwap?.();
+    writeFileAtomic(file, final);
+    return { carried: Buffer.byteLength(tail), after: Buffer.byteLength(final) };
+  }).catch((err: unknown) => ({ error: String((err as Error).message ?? err) }));
+  if (swapped === null) return abort(root, agent, 'memory.md was rewritten (not appended to) while condensing');
+  if ('error' in swapped) return abort(root, agent, swapped.error);
+  pruneBackups(root, agent, options.settings.backupsKeep);
+  appendEvent(root, {
+    type: 'memory.condensed',
+    agent,
+    before: result.before,
+    after: swapped.after,
+    carried: swapped.carried,
+    condensed: result.condensed,
+    summarizer: result.summarizer,
+    ...(result.fallback ? { fallback: result.fallback } : {}),
+    backup: path.relative(root, backupFile),
+  });
+  return {
+    agent,
+    status: 'condensed',
+    before: result.before,
+    after: swapped.after,
+    carried: swapped.carried,
+    backup: backupFile,
+    summarizer: result.summarizer,
+    fallback: result.fallback,
+    condensed: result.condensed,
+  };
+}
+
+function abort(root: string, agent: string, reason: string): ReflectResult {
+  appendEvent(root, { type: 'memory.condense-aborted', agent, reason });
+  return { agent, status: 'aborted', reason };
+}

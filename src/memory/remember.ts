@@ -1,0 +1,106 @@
+import fs from 'node:fs';
+import { agentPaths } from '../layout/paths.ts';
+import { fsyncDir } from '../fs/atomic.ts';
+import { HiveError, describeValue } from '../errors.ts';
+import { formatEntry, isoDay, separatorAfter } from './format.ts';
+import { withFileLock } from './lock.ts';
+
+/** A memory to keep: text (its first line becomes the title) or a title and a body. */
+export type MemoryInput = string | { title: string; body?: string };
+
+export interface RememberOptions {
+  /** Pinned entries are never condensed (`<!-- PINNED -->` on the heading). */
+  pinned?: boolean;
+  /** The entry's date (default: today, UTC). */
+  date?: Date | string;
+}
+
+export interface Remembered {
+  agent: string;
+  /** The appended markdown (separator not included). */
+  text: string;
+  /** memory.md's size after the append. */
+  size: number;
+}
+
+const TITLE_MAX = 80;
+
+function cutTitle(line: string): string {
+  const t = line.trim().replace(/\s+/g, ' ');
+  if (t.length <= TITLE_MAX) return t;
+  const cut = t.slice(0, TITLE_MAX);
+  const space = cut.lastIndexOf(' ');
+  return `${space > 40 ? cut.slice(0, space) : cut}…`;
+}
+
+/** Title and body of an input; a string's first line is the title, the rest the body. */
+export function splitInput(input: MemoryInput): { title: string; body: string } {
+  if (typeof input === 'object' && input !== null && typeof input.title === 'string') {
+    if (input.body !== undefined && typeof input.body !== 'string') {
+      throw new HiveError('E_BAD_ARGS', `Expected a memory's body to be a string, got ${describeValue(input.body)}`);
+    }
+    if (!input.title.trim()) throw new HiveError('E_BAD_ARGS', 'Expected a memory title with some text, got an empty string');
+    return { title: cutTitle(input.title), body: input.body ?? '' };
+  }
+  if (typeof input !== 'string' || !input.trim()) {
+    throw new HiveError('E_BAD_ARGS', `Expected a memory to be non-empty text or { title, body }, got ${describeValue(input)}`);
+  }
+  const text = input.replace(/\r\n/g, '\n').trim();
+  const newline = text.indexOf('\n');
+  if (newline < 0) return { title: cutTitle(text), body: cutTitle(text) === text ? '' : text };
+  return { title: cutTitle(text.slice(0, newline)), body: text.slice(newline + 1).trim() };
+}
+
+function dayOf(date: Date | string | undefined): string {
+  if (date === undefined) return isoDay(new Date());
+  if (typeof date === 'string') {
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || Number.isNaN(Date.parse(date))) {
+      throw new HiveError('E_BAD_ARGS', `Expected a memory date as YYYY-MM-DD, got ${describeValue(date)}`);
+    }
+    return date;
+  }
+  if (Number.isNaN(date.getTime())) throw new HiveError('E_BAD_ARGS', 'Expected a valid memory date, got an invalid Date');
+  return isoDay(date);
+}
+
+/**
+ * Appends an entry to `agents/<agent>/memory.md`, durably (fsync before it returns),
+ * under the file's lock, so a reflector swapping in a condensed version either sees the
+ * entry in the file it re-reads or has not taken the lock yet: never loses it.
+ *
+ * On disk after a crash: before the fsync the entry may be missing or cut short at the
+ * end of the file (never in the middle: appends only extend it); after, it is there.
+ * @example await remember('/hive', 'alice', 'Deploys go out on Tuesdays', { pinned: true })
+ */
+export async function remember(root: string, agent: string, input: MemoryInput, options: RememberOptions = {}): Promise<Remembered> {
+  const p = agentPaths(root, agent);
+  const { title, body } = splitInput(input);
+  const text = formatEntry({ title, body, date: dayOf(options.date), pinned: options.pinned === true });
+  if (!fs.existsSync(p.dir)) {
+    throw new HiveError('E_UNKNOWN_AGENT', `Agent "${agent}" does not exist in ${root}; spawn it first (hive spawn) or create it with ensureAgent`);
+  }
+  return withFileLock(p.memory, () => {
+    let created = false;
+    let fd: number;
+    try {
+      fd = fs.openSync(p.memory, 'r+');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      fd = fs.openSync(p.memory, 'w+', 0o644);
+      fs.writeSync(fd, `# ${agent}\n\n## Memories\n\n`);
+      created = true;
+    }
+    try {
+      const size = fs.fstatSync(fd).size;
+      const tail = Buffer.alloc(Math.min(2, size));
+      if (tail.length > 0) fs.readSync(fd, tail, 0, tail.length, size - tail.length);
+      const data = Buffer.from(separatorAfter(tail.toString('latin1')) + text);
+      fs.writeSync(fd, data, 0, data.length, size);
+      fs.fdatasyncSync(fd);
+      if (created) fsyncDir(p.dir);
+      return { agent, text, size: size + data.length };
+    } finally {
+      fs.closeSync(fd);
+    }
+  });
+}

@@ -1,0 +1,143 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import MiniSearch from 'minisearch';
+import { INDEX_OPTIONS } from './index-options.ts';
+import { excerptOf } from './excerpt.ts';
+import { PALACE_VERSION, palacePaths, readManifest, readWing, type MemoryDocument, type PalaceManifest } from './palace.ts';
+import type { SnapshotFile } from './snapshot.ts';
+
+/** One search hit, whatever answered it. */
+export interface MemoryMatch {
+  agent: string;
+  heading: string;
+  excerpt: string;
+  score: number;
+}
+
+export interface IndexQuery {
+  agent?: string;
+  limit: number;
+}
+
+function stampOf(file: string): string | null {
+  try {
+    const st = fs.statSync(file);
+    return `${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The built-in index as a searcher sees it: the snapshot plus every wing that moved on
+ * since, kept in memory and refreshed when `palace/manifest.json` changes (one stat per
+ * query). Reads only files, so it works in any thread or process (an agent worker's
+ * `get_memory` needs no round trip to the main thread).
+ */
+export class PalaceIndex {
+  private index: MiniSearch<MemoryDocument> | null = null;
+  private readonly loaded = new Map<string, { hash: string; docs: number }>();
+  private manifestStamp: string | null = null;
+  private snapshotStamp: string | null = null;
+  private manifest: PalaceManifest | null = null;
+
+  constructor(readonly root: string) {}
+
+  /** True when something was mined (the manifest exists). */
+  ready(): boolean {
+    this.refresh();
+    return this.manifest !== null && Object.keys(this.manifest.wings).length > 0;
+  }
+
+  /** Agents the index holds. */
+  agents(): string[] {
+    this.refresh();
+    return Object.keys(this.manifest?.wings ?? {});
+  }
+
+  /** Brings the in-memory index up to date with the palace (cheap when nothing changed). */
+  refresh(): void {
+    const p = palacePaths(this.root);
+    const stamp = stampOf(p.manifest);
+    if (stamp === this.manifestStamp && this.index) return;
+    this.manifestStamp = stamp;
+    this.manifest = readManifest(this.root);
+    const snapStamp = stampOf(p.index);
+    if (!this.index || snapStamp !== this.snapshotStamp) {
+      this.snapshotStamp = snapStamp;
+      this.loadSnapshot(p.index);
+    }
+    this.applyWings();
+  }
+
+  private loadSnapshot(file: string): void {
+    this.loaded.clear();
+    this.index = null;
+    try {
+      const snap = JSON.parse(fs.readFileSync(file, 'utf8')) as SnapshotFile;
+      if (snap.version === PALACE_VERSION) {
+        this.index = MiniSearch.loadJS<MemoryDocument>(snap.index as never, INDEX_OPTIONS);
+        for (const [agent, w] of Object.entries(snap.wings)) this.loaded.set(agent, w);
+      }
+    } catch {
+      // no snapshot (or a damaged one): start empty and add every wing
+    }
+    this.index ??= new MiniSearch<MemoryDocument>(INDEX_OPTIONS);
+  }
+
+  /** Re-adds wings whose hash differs from what is loaded; drops wings that are gone. */
+  private applyWings(): void {
+    const index = this.index!;
+    const wings = this.manifest?.wings ?? {};
+    for (const [agent, have] of [...this.loaded]) {
+      if (wings[agent]) continue;
+      this.discardWing(index, agent, have.docs);
+      this.loaded.delete(agent);
+    }
+    for (const [agent, record] of Object.entries(wings)) {
+      const have = this.loaded.get(agent);
+      if (have?.hash === record.hash) continue;
+      const wing = readWing(this.root, agent);
+      if (!wing || wing.hash === have?.hash) continue;
+      if (have) this.discardWing(index, agent, have.docs);
+      index.addAll(wing.docs);
+      this.loaded.set(agent, { hash: wing.hash, docs: wing.docs.length });
+    }
+  }
+
+  private discardWing(index: MiniSearch<MemoryDocument>, agent: string, docs: number): void {
+    for (let i = 0; i < docs; i++) {
+      const id = `${agent}#${i}`;
+      if (index.has(id)) index.discard(id);
+    }
+  }
+
+  /**
+   * Ranked matches (BM25 over headings and text, headings boosted).
+   * @example new PalaceIndex('/hive').search('rollback', { limit: 5 })
+   */
+  search(query: string, q: IndexQuery): MemoryMatch[] {
+    this.refresh();
+    const index = this.index!;
+    const hits = index.search(query, q.agent ? { filter: (r) => r.agent === q.agent } : {});
+    return hits.slice(0, q.limit).map((h) => ({
+      agent: h.agent as string,
+      heading: h.heading as string,
+      excerpt: excerptOf(h.text as string, query),
+      score: Math.round(h.score * 1000) / 1000,
+    }));
+  }
+}
+
+const cache = new Map<string, PalaceIndex>();
+
+/** The process-wide searcher of a hive root (one per thread). */
+export function palaceIndex(root: string): PalaceIndex {
+  const key = path.resolve(root);
+  let index = cache.get(key);
+  if (!index) {
+    index = new PalaceIndex(key);
+    cache.set(key, index);
+  }
+  return index;
+}

@@ -1,0 +1,21 @@
+import { mineWing, type MineWingTask } from './mine-wing.ts';
+import { buildSnapshot } from './snapshot.ts';
+import { condenseTask, type CondenseTask } from './condense.ts';
+
+/** One memory batch job, as it crosses to a pool thread (plain data). */
+export type MemoryTask =
+  | { kind: 'mine-wing'; task: MineWingTask }
+  | { kind: 'snapshot'; root: string }
+  | { kind: 'condense'; task: CondenseTask };
+
+/** Runs a job in this thread. */
+export async function runMemoryTask(task: MemoryTask): Promise<unknown> {
+  switch (task.kind) {
+    case 'mine-wing':
+      return mineWing(task.task);
+    case 'snapshot':
+      return buildSnapshot(task.root);
+    case 'condense':
+      return condenseTask(task.task);
+  }
+}

@@ -1,0 +1,117 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fastConfig, startHive } from './helpers/hive.ts';
+import { runHive } from './helpers/fixture.ts';
+import { tempDir } from './helpers/temp.ts';
+import { requestJsonLine } from '../src/net/json-line.ts';
+import { resolveSocketPath } from '../src/net/socket-path.ts';
+import { HOOKS_SOCKET } from '../src/hooks/server.ts';
+import { deliver } from '../src/queue/inbox-deliver.ts';
+import { createMessage } from '../src/protocol/message.ts';
+import { committedCursor } from '../src/queue/committed-cursor.ts';
+import { readJsonl } from '../src/session/journal.ts';
+import { sessionPaths } from '../src/session/paths.ts';
+import { currentSession } from '../src/session/session.ts';
+
+/** Sends raw bytes and returns the answer text once the server closes. */
+function rawRequest(sock: string, bytes: string | Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = net.createConnection(sock);
+    let out = '';
+    c.on('connect', () => c.write(bytes));
+    c.on('data', (d) => (out += String(d)));
+    c.on('close', () => resolve(out));
+    c.on('error', reject);
+  });
+}
+
+async function hooksHive() {
+  const hive = await startHive(
+    fastConfig({
+      agents: [{ id: 'ext', brain: { kind: 'external' } }, { id: 'echo', brain: { kind: 'echo' } }],
+      hooks: { maxLineBytes: 4_096, deny: [{ tool: 'Bash', match: 'rm -rf', reason: 'no deleting trees' }] },
+    }),
+  );
+  return { hive, sock: resolveSocketPath(hive.root, HOOKS_SOCKET) };
+}
+
+describe('hooks socket', () => {
+  it('listens with file mode 0600', async () => {
+    const { sock } = await hooksHive();
+    expect(fs.statSync(sock).mode & 0o777).toBe(0o600);
+  });
+
+  it('journals every event kind into the transcript and log.jsonl', async () => {
+    const { hive, sock } = await hooksHive();
+    for (const name of ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Notification', 'Stop']) {
+      const answer = (await requestJsonLine(sock, { hook_event_name: name, agent_id: 'ext', session_id: 's1', tool_name: 'Read', tool_input: { path: 'x' } }, 5_000)) as { ok: boolean };
+      expect(answer.ok, name).toBe(true);
+    }
+    const lines = readJsonl<{ kind: string; event: { hook_event_name: string } }>(sessionPaths(hive.root, 'ext', currentSession(hive.root, 'ext').key).transcript);
+    expect(lines.filter((l) => l.kind === 'hook').map((l) => l.event.hook_event_name)).toEqual(['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Notification', 'Stop']);
+    const log = fs.readFileSync(path.join(hive.root, 'log.jsonl'), 'utf8');
+    for (const name of ['SessionStart', 'PreToolUse', 'Stop']) expect(log).toContain(`"type":"hook.${name}"`);
+  });
+
+  it('PreToolUse is denied by the operator policy', async () => {
+    const { sock } = await hooksHive();
+    const deny = await requestJsonLine(sock, { hook_event_name: 'PreToolUse', agent_id: 'ext', tool_name: 'Bash', tool_input: { command: 'rm -rf /' } }, 5_000);
+    expect(deny).toMatchObject({ decision: 'deny', reason: 'no deleting trees' });
+    const allow = await requestJsonLine(sock, { hook_event_name: 'PreToolUse', agent_id: 'ext', tool_name: 'Bash', tool_input: { command: 'ls' } }, 5_000);
+    expect(allow).toMatchObject({ decision: 'allow' });
+  });
+
+  it('Stop hands back unprocessed inbox messages and moves the cursor only when acknowledged', async () => {
+    const { hive, sock } = await hooksHive();
+    const msgs = [1, 2].map((i) => createMessage({ from: 'echo', to: 'ext', act: 'inform', body: `news ${i}` }));
+    await deliver(hive.root, 'ext', msgs);
+    const first = (await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: 'ext' }, 5_000)) as { decision: string; reason: string; ack: string; messages: unknown[] };
+    expect(first.decision).toBe('block');
+    expect(first.reason).toContain('news 1');
+    expect(first.messages).toHaveLength(2);
+    expect(committedCursor(hive.root, 'ext')).toBe(0);
+    const again = (await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: 'ext' }, 5_000)) as { ack: string };
+    expect(again.ack).toBe(first.ack);
+    await requestJsonLine(sock, { hook_event_name: 'Ack', agent_id: 'ext', ack: first.ack }, 5_000);
+    expect(committedCursor(hive.root, 'ext')).toBe(2);
+    expect(await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: 'ext' }, 5_000)).toEqual({ ok: true });
+  });
+
+  it('an unknown agent, malformed JSON and an oversized line get an error answer; the server keeps serving', async () => {
+    const { sock } = await hooksHive();
+    expect(await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: 'nobody' }, 5_000)).toMatchObject({ ok: false, error: { code: 'E_UNKNOWN_AGENT' } });
+    expect(await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: '../x' }, 5_000)).toMatchObject({ ok: false, error: { code: 'E_HOOK' } });
+    expect(JSON.parse(await rawRequest(sock, '{ not json\n'))).toMatchObject({ ok: false, error: { message: expect.stringContaining('Malformed JSON') } });
+    expect(JSON.parse(await rawRequest(sock, `${'x'.repeat(10_000)}\n`))).toMatchObject({ ok: false, error: { message: expect.stringContaining('longer than 4096 bytes') } });
+    expect(await requestJsonLine(sock, { hook_event_name: 'Notification', agent_id: 'ext' }, 5_000)).toEqual({ ok: true });
+  });
+
+  it('hive hook forwards stdin to HIVE_SOCK and prints the answer', async () => {
+    const { sock } = await hooksHive();
+    const r = await runHive(['hook', '--event', 'PreToolUse'], {
+      input: JSON.stringify({ tool_name: 'Bash', tool_input: { command: 'rm -rf x' } }),
+      env: { HIVE_SOCK: sock, AGENT_ID: 'ext' },
+    });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ decision: 'deny' });
+  }, 20_000);
+
+  it('hive hook never holds the agent up for more than 5 s, even when the socket never answers', async () => {
+    const sock = path.join(tempDir(), 'silent.sock');
+    const server = net.createServer(() => undefined); // accepts, never answers
+    await new Promise<void>((r) => server.listen(sock, r));
+    try {
+      const t0 = Date.now();
+      const r = await runHive(['hook', '--event', 'Stop'], { input: '{}', env: { HIVE_SOCK: sock, AGENT_ID: 'ext' } });
+      const ms = Date.now() - t0;
+      expect(r.code).toBe(0);
+      expect(r.stdout.trim()).toBe('{}');
+      expect(ms).toBeLessThan(5_000 + 1_500); // 4.5 s budget plus process start on a loaded machine
+      expect(r.stderr).toContain('No answer');
+    } finally {
+      server.close();
+    }
+  }, 20_000);
+});

@@ -1,0 +1,102 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { labelledHive, labelledQueries, mineSettings } from './helpers/memory.ts';
+import { runMinePass } from '../src/memory/mine.ts';
+import { inlineJobs } from '../src/memory/jobs.ts';
+import { createPoolJobs } from '../src/memory/pool.ts';
+import { searchMemory } from '../src/memory/search.ts';
+import { readManifest, readWing } from '../src/memory/palace.ts';
+import { remember } from '../src/memory/remember.ts';
+import { agentPaths } from '../src/layout/paths.ts';
+
+describe('memory search', () => {
+  it('built-in index: recall@5 ≥ 0.8 on the labelled set', async () => {
+    const root = await labelledHive();
+    await runMinePass(root, mineSettings(), inlineJobs(), { force: true });
+    const queries = labelledQueries();
+    let found = 0;
+    let first = 0;
+    const misses: string[] = [];
+    for (const q of queries) {
+      const r = await searchMemory(root, q.query, { limit: 5 });
+      expect(r.source).toBe('index');
+      const rank = r.matches.findIndex((m) => m.agent === q.agent && m.heading === q.heading);
+      if (rank === 0) first++;
+      if (rank >= 0) found++;
+      else misses.push(`${q.query} → ${r.matches.map((m) => `${m.agent}: ${m.heading}`).join(' | ')}`);
+    }
+    const recall = found / queries.length;
+    console.log(`built-in index recall@5 = ${recall.toFixed(3)} (${found}/${queries.length}), recall@1 = ${(first / queries.length).toFixed(3)}${misses.length ? `\n  misses:\n  ${misses.join('\n  ')}` : ''}`);
+    expect(recall).toBeGreaterThanOrEqual(0.8);
+  });
+
+  it('falls back to plain text search when nothing was mined', async () => {
+    const root = await labelledHive();
+    const r = await searchMemory(root, 'PgBouncer transaction mode', { limit: 3 });
+    expect(r.source).toBe('grep');
+    expect(r.matches[0]).toMatchObject({ agent: 'dba', heading: '2025-02-21 — Connection pool exhaustion' });
+    expect(r.matches[0]!.excerpt).toContain('PgBouncer');
+    const scoped = await searchMemory(root, 'Postgres', { agent: 'planner' });
+    expect(scoped.matches.map((m) => m.agent)).toEqual(['planner']);
+  });
+
+  it('re-mines only the files that changed, and searches see the change', async () => {
+    const root = await labelledHive();
+    const jobs = inlineJobs();
+    const first = await runMinePass(root, mineSettings(), jobs, { force: true });
+    expect(first.mined.length).toBeGreaterThanOrEqual(10);
+    expect(first.snapshot).toBe(true);
+    const again = await runMinePass(root, mineSettings(), jobs);
+    expect(again.mined).toEqual([]);
+    // touched but identical: hashed, not re-mined
+    const file = agentPaths(root, 'dba').memory;
+    fs.utimesSync(file, new Date(), new Date(Date.now() + 5_000));
+    expect((await runMinePass(root, mineSettings(), jobs)).mined).toEqual([]);
+    const wingBefore = fs.statSync(path.join(root, 'palace', 'wings', 'legal.json')).mtimeMs;
+    await remember(root, 'dba', { title: 'Replica lag alarm', body: 'The zanzibar replica lagged 40 seconds behind the primary.' });
+    const third = await runMinePass(root, mineSettings(), jobs);
+    expect(third.mined).toEqual(['dba']);
+    expect(third.snapshot).toBe(false);
+    expect(fs.statSync(path.join(root, 'palace', 'wings', 'legal.json')).mtimeMs).toBe(wingBefore);
+    const r = await searchMemory(root, 'zanzibar replica');
+    expect(r.source).toBe('index');
+    expect(r.matches[0]).toMatchObject({ agent: 'dba', heading: expect.stringContaining('Replica lag alarm') });
+    expect(readManifest(root)!.snapshot!.wings.dba).not.toBe(readManifest(root)!.wings.dba!.hash);
+  });
+
+  it('respects the ignore list: notes are mined, ignored and non-memory files are not', async () => {
+    const root = await labelledHive();
+    const dir = agentPaths(root, 'support').dir;
+    fs.writeFileSync(path.join(dir, 'notes.md'), '# Notes\n\n## Escalation\n\nCall the quokka hotline.\n');
+    fs.writeFileSync(path.join(dir, 'secret.md'), '# Secret\n\nThe wombat password is hunter2.\n');
+    fs.mkdirSync(path.join(dir, 'drafts'));
+    fs.writeFileSync(path.join(dir, 'drafts', 'draft.md'), '# Draft\n\nplatypus plans\n');
+    fs.writeFileSync(path.join(dir, 'inbox', 'stray.md'), 'narwhal in the inbox\n');
+    fs.appendFileSync(path.join(dir, '.mineignore'), 'secret.md\ndrafts/\n');
+    await runMinePass(root, mineSettings({ ignore: ['*.txt'] }), inlineJobs());
+    fs.writeFileSync(path.join(dir, 'todo.txt'), 'axolotl\n');
+    await runMinePass(root, mineSettings({ ignore: ['*.txt'] }), inlineJobs());
+    const wing = readWing(root, 'support')!;
+    const files = new Set(wing.docs.map((d) => d.file));
+    expect([...files].sort()).toEqual(['memory.md', 'notes.md']);
+    expect(readManifest(root)!.wings.god!.files).not.toHaveProperty('identity.md');
+    for (const word of ['wombat', 'platypus', 'narwhal', 'axolotl']) {
+      expect((await searchMemory(root, word)).matches).toEqual([]);
+    }
+    expect((await searchMemory(root, 'quokka hotline')).matches[0]).toMatchObject({ agent: 'support', heading: 'Escalation' });
+  });
+
+  it('runs the mining jobs on a piscina pool of compiled task files', async () => {
+    const root = await labelledHive();
+    const jobs = createPoolJobs({ maxThreads: 2 });
+    try {
+      const r = await runMinePass(root, mineSettings(), jobs, { force: true });
+      expect(r.mined.length).toBeGreaterThanOrEqual(10);
+      expect(r.snapshot).toBe(true);
+    } finally {
+      await jobs.close();
+    }
+    expect((await searchMemory(root, 'vacuum bloat outbox table')).matches[0]).toMatchObject({ agent: 'dba' });
+  }, 30_000);
+});
