@@ -145,7 +145,8 @@ describe('agent runtime', () => {
     const hive = await startHive(fastConfig({ agents: [{ id: 'echo', brain: { kind: 'echo' } }, client] }));
     await hive.send({ from: 'client', to: 'echo', act: 'request', body: 'x' });
     await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'reply');
-    await waitFor(hive, () => hive.status().find((s) => s.id === 'echo')?.cursor === 1, 'cursor reported');
+    // The cursor arrives with the `fetching` state after the commit; `idle` follows in a later event.
+    await waitFor(hive, () => hive.status().find((s) => s.id === 'echo')?.cursor === 1 && hive.status().find((s) => s.id === 'echo')?.state === 'idle', 'cursor reported, idle again');
     const rows = hive.status();
     expect(rows.find((s) => s.id === 'router')).toMatchObject({ kind: 'router', status: 'running' });
     expect(rows.find((s) => s.id === 'echo')).toMatchObject({ kind: 'agent', status: 'running', state: 'idle', restarts: 0, inboxDepth: 0, cursor: 1, handled: 1 });
