@@ -8,8 +8,9 @@ import { startCommand } from './commands/start.ts';
 import { statusCommand } from './commands/status.ts';
 import { spawnCommand } from './commands/spawn.ts';
 import { stopCommand } from './commands/stop.ts';
+import { MEMORY_SUBCOMMANDS, memoryCommand } from './commands/memory.ts';
 
-export const COMMANDS: Command[] = [initCommand, startCommand, statusCommand, sendCommand, inboxCommand, spawnCommand, stopCommand];
+export const COMMANDS: Command[] = [initCommand, startCommand, statusCommand, sendCommand, inboxCommand, spawnCommand, stopCommand, ...MEMORY_SUBCOMMANDS, memoryCommand];
 
 function helpText(): string {
   const lines = ['hive — a durable actor runtime for teams of LLM agents', '', 'commands:'];
@@ -32,7 +33,10 @@ export async function runCli(argv: string[], io: CliIO = processIO()): Promise<n
     io.out(helpText());
     return name === undefined ? 2 : 0;
   }
-  const command = COMMANDS.find((c) => c.name === name);
+  // Two-word commands first (`hive memory add ...`), then one-word ones.
+  const sub = rest[0] !== undefined ? COMMANDS.find((c) => c.name === `${name} ${rest[0]}`) : undefined;
+  const command = sub ?? COMMANDS.find((c) => c.name === name);
+  if (sub) rest.shift();
   if (!command) {
     io.err(`hive: unknown command ${JSON.stringify(name)}\n\n${helpText()}`);
     return 2;
