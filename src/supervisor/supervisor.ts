@@ -121,7 +121,7 @@ export class Supervisor {
       // Restore every actor (and replay its inbox) before routing starts (DESIGN §5).
       await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId)));
       await this.startRouter();
-      await this.memory.start();
+      this.memory.start();
       this.sendKickoff();
       this.control = await startControlServer(this.root, this);
       appendEvent(this.root, { type: 'hive.started', agents: runnable.length, pid: process.pid });
