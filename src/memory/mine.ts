@@ -8,14 +8,14 @@ import { errorMessage } from '../errors.ts';
 import { ignoreLines, listMinable } from './ignore.ts';
 import { withFileLock } from './lock.ts';
 import { mempalaceMine, resolveMemPalace, stageFiles, type MemPalaceSettings } from './mempalace.ts';
-import { emptyManifest, palacePaths, readManifest, readWing, removeWing, writeManifest, type PalaceManifest, type WingRecord } from './palace.ts';
+import { emptyManifest, palacePaths, readManifest, readWingHash, removeWing, writeManifest, type PalaceManifest, type WingRecord } from './palace.ts';
 import type { MemoryJobs } from './jobs.ts';
 
 export interface MineSettings {
   /** Extra ignore patterns for every agent (beside each agent's `.mineignore`). */
   ignore: string[];
   mempalace: MemPalaceSettings;
-  /** Rebuild `index.json` once wings newer than it hold this many bytes. */
+  /** Rebuild `index.json` once wings newer than it hold this many bytes (and ≥ 10 % of all). */
   snapshotBytes: number;
   /** Folder a configured MemPalace path is relative to. */
   configDir: string;
@@ -84,7 +84,7 @@ export async function runMinePass(root: string, settings: MineSettings, jobs: Me
       const dir = agentPaths(root, agent).dir;
       const files = listMinable(dir, ignoreLines(dir, settings.ignore));
       const known = manifest.wings[agent];
-      if (!options.force && known && sameFiles(known.files, statFiles(dir, files)) && readWing(root, agent)?.hash === known.hash) continue;
+      if (!options.force && known && sameFiles(known.files, statFiles(dir, files)) && readWingHash(root, agent) === known.hash) continue;
       work.push({ agent, files });
     }
     const results = await Promise.all(
@@ -118,7 +118,10 @@ export async function runMinePass(root: string, settings: MineSettings, jobs: Me
     manifest.lastMineTime = now;
     writeManifest(root, manifest);
     let snapshot = false;
-    if (Object.keys(manifest.wings).length > 0 && (options.force || staleBytes(manifest) >= settings.snapshotBytes)) {
+    // A searcher re-adds stale wings itself (~25 ms per 100 KiB), so the snapshot (seconds
+    // on a large palace) is rebuilt only once a tenth of the palace, or snapshotBytes, moved on.
+    const totalBytes = Object.values(manifest.wings).reduce((n, w) => n + w.bytes, 0);
+    if (totalBytes > 0 && (options.force || staleBytes(manifest) >= Math.max(settings.snapshotBytes, totalBytes / 10))) {
       const snap = await jobs.snapshot(root);
       manifest.snapshot = { wings: snap.wings, builtAt: snap.builtAt };
       writeManifest(root, manifest);
