@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { hivePaths, agentPaths } from '../layout/paths.ts';
-import { listDir } from '../fs/atomic.ts';
+import { listDir, sweepTempFiles } from '../fs/atomic.ts';
 import { isAgentId } from '../protocol/agent-id.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { errorMessage } from '../errors.ts';
@@ -77,6 +77,8 @@ function staleBytes(m: PalaceManifest): number {
 export async function runMinePass(root: string, settings: MineSettings, jobs: MemoryJobs, options: MineOptions = {}): Promise<MinePassResult> {
   const started = performance.now();
   return withFileLock(palacePaths(root).mineLock, async () => {
+    // Palace files are written only under this lock: a temp file now is a crashed write.
+    for (const dir of [palacePaths(root).dir, palacePaths(root).wings]) sweepTempFiles(dir);
     const manifest = readManifest(root) ?? emptyManifest();
     const agents = listDir(hivePaths(root).agents).filter((a) => isAgentId(a) && fs.existsSync(agentPaths(root, a).memory)).sort();
     const work: { agent: string; files: string[] }[] = [];
