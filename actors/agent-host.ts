@@ -15,6 +15,8 @@ import { startWorkerTelemetry } from '../src/telemetry/worker.ts';
 import { otelEnvFor } from '../src/telemetry/env.ts';
 import { resolveSocketPath } from '../src/net/socket-path.ts';
 import { HOOKS_SOCKET } from '../src/hooks/socket-name.ts';
+import { GET_MEMORY_TOOL, runGetMemory } from '../src/memory/tool.ts';
+import type { ToolDescription } from '../src/brains/prompt.ts';
 
 const init = workerData as WorkerInit;
 const actors = new Map<string, AgentActor>();
@@ -45,6 +47,12 @@ async function startOne(spec: HostedAgentSpec): Promise<ActorInfo> {
     agentName: spec.name,
     agentDir: agentPaths(init.root, spec.id).dir,
     hooksSock: resolveSocketPath(init.root, HOOKS_SOCKET),
+    // get_memory: described to prompt-driven brains, run here for function-calling ones.
+    tools: [{ ...GET_MEMORY_TOOL, usage: 'hive memory search "QUERY" [--agent ID] [--limit N] --json   (HIVE_ROOT is set)' } as ToolDescription],
+    runTool: async (name: string, args: unknown) => {
+      if (name !== GET_MEMORY_TOOL.name) throw new Error(`Unknown tool ${name}`);
+      return runGetMemory(init.root, args);
+    },
     ...(spec.moduleUrl ? { moduleUrl: spec.moduleUrl } : {}),
     // Provider processes (command brains) export their own telemetry next to the hive's.
     ...(init.telemetry?.otlpEndpoint

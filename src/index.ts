@@ -34,7 +34,7 @@ export { auditHistory, type AuditEntry } from './audit/history.ts';
 export { remember, type MemoryInput, type RememberOptions, type Remembered } from './memory/remember.ts';
 export { searchMemory, type MemorySearchOptions, type MemorySearchResult, type MemoryMatch } from './memory/search.ts';
 export { memoryStatus, type MemoryStatus } from './memory/status.ts';
-export { GET_MEMORY_TOOL } from './memory/tool.ts';
+export { GET_MEMORY_TOOL, runGetMemory, type MemoryAccess } from './memory/tool.ts';
 export { registerSummarizer, type Summarizer, type SummaryRequest, type SummaryEntry } from './memory/summarizer.ts';
 export type { MinePassResult } from './memory/mine.ts';
 export type { ReflectResult } from './memory/reflect.ts';

@@ -22,7 +22,7 @@ describe('chaos engine', () => {
   }, 120_000);
 
   it('catches a planted bug: the cursor committed before the state', async () => {
-    const report = await runChaos({ config, durationMs: 6_000, seed: 7, root: tempDir(), faults: ['supervisor-kill'], env: { HIVE_TEST_PLANT: 'cursor-before-state' } });
+    const report = await runChaos({ config, durationMs: 8_000, seed: 7, root: tempDir(), faults: ['supervisor-kill'], env: { HIVE_TEST_PLANT: 'cursor-before-state' } });
     expect(report.ok).toBe(false);
     const failed = report.invariants.filter((i) => !i.held).map((i) => i.name);
     expect(failed.some((n) => n === 'every request answered exactly once' || n === 'none handled twice')).toBe(true);

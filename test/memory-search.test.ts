@@ -1,7 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { labelledHive, labelledQueries, mineSettings } from './helpers/memory.ts';
+import MiniSearch from 'minisearch';
+import { bigMemory, labelledHive, labelledQueries, mineSettings } from './helpers/memory.ts';
+import { INDEX_OPTIONS, SEARCH_OPTIONS } from '../src/memory/index-options.ts';
+import { topK } from '../src/memory/top-k.ts';
+import type { MemoryDocument } from '../src/memory/palace.ts';
 import { runMinePass } from '../src/memory/mine.ts';
 import { inlineJobs } from '../src/memory/jobs.ts';
 import { createPoolJobs } from '../src/memory/pool.ts';
@@ -29,6 +33,23 @@ describe('memory search', () => {
     const recall = found / queries.length;
     console.log(`built-in index recall@5 = ${recall.toFixed(3)} (${found}/${queries.length}), recall@1 = ${(first / queries.length).toFixed(3)}${misses.length ? `\n  misses:\n  ${misses.join('\n  ')}` : ''}`);
     expect(recall).toBeGreaterThanOrEqual(0.8);
+  });
+
+  it('top-k ranking is exactly MiniSearch search(): same documents, same order, same scores', async () => {
+    const root = await labelledHive();
+    fs.writeFileSync(agentPaths(root, 'support').memory, bigMemory('Support', 60, 7));
+    await runMinePass(root, mineSettings(), inlineJobs(), { force: true });
+    const index = new MiniSearch<MemoryDocument>(INDEX_OPTIONS);
+    for (const agent of Object.keys(readManifest(root)!.wings)) index.addAll(readWing(root, agent)!.docs);
+    const vocabulary = [...new Set(readWing(root, 'support')!.docs.flatMap((d) => d.text.split(/\W+/)).concat(labelledQueries().flatMap((q) => q.query.split(' '))))];
+    const queries = labelledQueries().map((q) => q.query);
+    for (let i = 0; i < 150; i++) queries.push(Array.from({ length: 1 + (i % 4) }, (_, j) => vocabulary[(i * 31 + j * 17) % vocabulary.length]).join(' '));
+    for (const q of queries) {
+      const expected = index.search(q).slice(0, 5).map((r) => [r.id, r.score.toFixed(9)]);
+      expect(topK(index, q, 5, SEARCH_OPTIONS).map((r) => [r.id, r.score.toFixed(9)]), q).toEqual(expected);
+    }
+    const scoped = topK(index, 'rollback', 5, SEARCH_OPTIONS, (f) => f.agent === 'finance').map((r) => r.id);
+    expect(scoped).toEqual(index.search('rollback', { filter: (r) => r.agent === 'finance' }).slice(0, 5).map((r) => r.id));
   });
 
   it('falls back to plain text search when nothing was mined', async () => {

@@ -144,6 +144,50 @@ describe('openai provider', () => {
   });
 });
 
+describe('get_memory for prompt-driven brains', () => {
+  it('an openai brain calls get_memory as a function and answers with what memory holds', async () => {
+    const bodies: { messages: { role: string; content: string | null; tool_calls?: unknown }[]; tools?: { function: { name: string } }[] }[] = [];
+    const server = http.createServer((req, res) => {
+      let data = '';
+      req.on('data', (d) => (data += d));
+      req.on('end', () => {
+        const body = JSON.parse(data);
+        bodies.push(body);
+        res.setHeader('content-type', 'application/json');
+        const last = body.messages.at(-1);
+        if (last.role === 'tool') {
+          const found = JSON.parse(last.content) as { matches: { excerpt: string }[] };
+          res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: `memory says: ${found.matches[0]?.excerpt ?? 'nothing'}` } }] }));
+        } else {
+          res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_memory', arguments: '{"query":"deploy day"}' } }] } }] }));
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const hive = await startHive(fastConfig({ agents: [{ id: 'llm', brain: { kind: 'openai', baseURL: `http://127.0.0.1:${port}/v1`, model: 'm' } }, client] }));
+      await hive.remember('client', 'Release rules\nWe deploy on Tuesdays, never on Fridays.');
+      await hive.send({ from: 'client', to: 'llm', act: 'query', body: 'When do we deploy?' });
+      await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'answer after the tool call');
+      expect(inbox(hive.root, 'client')[0]!.body).toMatch(/^memory says: .*Tuesdays/);
+      expect(bodies[0]!.tools?.map((t) => t.function.name)).toEqual(['get_memory']);
+      expect(transcript(hive.root, 'llm').some((e) => e.kind === 'tool' && e.name === 'get_memory')).toBe(true);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('a command brain is told how to call get_memory', async () => {
+    const { buildPrompt } = await import('../src/brains/prompt.ts');
+    const { GET_MEMORY_TOOL } = await import('../src/memory/tool.ts');
+    const input = { kind: 'message' as const, seq: 1, message: createMessage({ from: 'a', to: 'b', act: 'query', body: 'q' }) };
+    const p = buildPrompt({ input, agent: { id: 'b', name: 'B', role: 'r' }, state: null, now: 0, root: '/r', agentDir: '/r/agents/b' }, '# B', [{ ...GET_MEMORY_TOOL, usage: 'hive memory search "QUERY" --json' }]);
+    expect(p.text).toContain('# Tools\n- get_memory:');
+    expect(p.text).toContain('call it: hive memory search "QUERY" --json');
+  });
+});
+
 describe('answer parsing', () => {
   const input = { kind: 'message' as const, seq: 1, message: createMessage({ from: 'a', to: 'b', act: 'request', body: 'q' }) };
   it('plain text becomes a reply to the sender', () => {

@@ -75,6 +75,20 @@ describe('routing and dead letters', () => {
     expect(fs.readFileSync(hivePaths(root).log, 'utf8')).toMatch(/"type":"message.routed".*"id":"msg-001"/);
   });
 
+  it('hard-links canonical outbox files into the inbox; hand-written ones are normalised copies', async () => {
+    const { root, route } = await setup('a', 'b');
+    const m = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'linked' });
+    writeOutbox(root, [m]);
+    fs.writeFileSync(path.join(agentPaths(root, 'a').outbox, 'hand.json'), JSON.stringify({ id: 'hand-1', from: 'a', to: 'b', act: 'inform', body: 'copied' }));
+    await route();
+    const inbox = agentPaths(root, 'b').inbox;
+    const linked = fs.readdirSync(inbox).find((n) => n.endsWith(`-${m.id}.json`))!;
+    const copied = fs.readdirSync(inbox).find((n) => n.endsWith('-hand-1.json'))!;
+    expect(fs.statSync(path.join(inbox, linked)).ino).toBe(fs.statSync(path.join(agentPaths(root, 'a').sent, `${m.id}.json`)).ino);
+    expect(fs.statSync(path.join(inbox, copied)).ino).not.toBe(fs.statSync(path.join(agentPaths(root, 'a').sent, 'hand.json')).ino);
+    expect(JSON.parse(fs.readFileSync(path.join(inbox, copied), 'utf8'))).toMatchObject({ id: 'hand-1', conversation: 'hand-1', hops: 0, requires_reply: false });
+  });
+
   it('routing twice after a crash before settle delivers nothing twice', async () => {
     const { root } = await setup('a', 'b');
     const msgs = Array.from({ length: 10 }, (_, i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: String(i) }));

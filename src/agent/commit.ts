@@ -69,7 +69,7 @@ export function commitTurn(
   paySyncDebt(root, next.agentId, debt);
   if (PLANT === 'cursor-before-state' && previous) {
     store.append({ ...previous, cursor: next.cursor }, []);
-    Atomics.wait(pause, 0, 0, 25);
+    Atomics.wait(pause, 0, 0, 150); // widen the window a crash must hit
   }
   store.append(next, messages);
   const written = messages.length > 0 ? writeOutbox(root, messages, { durable: false }) : [];

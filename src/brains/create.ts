@@ -21,6 +21,8 @@ export interface BrainEnv {
   extraEnv?: Record<string, string>;
   /** Tools described to prompt-driven brains (get_memory once memory exists). */
   tools?: ToolDescription[];
+  /** Runs a tool call a model made (function-calling providers). */
+  runTool?: (name: string, args: unknown) => Promise<unknown>;
 }
 
 type Factory<K extends BrainSpec['kind']> = (spec: Extract<BrainSpec, { kind: K }>, env: BrainEnv) => Promise<Brain>;
@@ -39,7 +41,13 @@ const FACTORIES: { [K in BrainSpec['kind']]?: Factory<K> } = {
       ...(env.extraEnv ? { extraEnv: env.extraEnv } : {}),
       ...(env.tools ? { tools: env.tools } : {}),
     }),
-  openai: async (spec, env) => createOpenAIBrain(spec, { agentDir: env.agentDir, agentName: env.agentName, ...(env.tools ? { tools: env.tools } : {}) }),
+  openai: async (spec, env) =>
+    createOpenAIBrain(spec, {
+      agentDir: env.agentDir,
+      agentName: env.agentName,
+      ...(env.tools ? { tools: env.tools } : {}),
+      ...(env.runTool ? { runTool: env.runTool } : {}),
+    }),
 };
 
 /** Kinds whose messages wait for people or an outside process instead of an actor. */

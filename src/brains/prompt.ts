@@ -6,6 +6,8 @@ export interface ToolDescription {
   name: string;
   description: string;
   parameters: Record<string, unknown>;
+  /** How a command-line agent calls it (a shell command), when it cannot call functions. */
+  usage?: string;
 }
 
 /** The text a brain sees for one input. */
@@ -34,7 +36,7 @@ export interface Prompt {
 export function buildPrompt(turn: BrainTurn, identity: string, tools: ToolDescription[] = []): Prompt {
   const conversation = turn.conversation;
   const toolText = tools.length
-    ? `\n\n# Tools\n${tools.map((t) => `- ${t.name}: ${t.description}\n  parameters: ${JSON.stringify(t.parameters)}`).join('\n')}`
+    ? `\n\n# Tools\n${tools.map((t) => `- ${t.name}: ${t.description}\n  parameters: ${JSON.stringify(t.parameters)}${t.usage ? `\n  call it: ${t.usage}` : ''}`).join('\n')}`
     : '';
   const background = conversation?.background.length ? `\n\n# Background\n${conversation.background.join('\n\n')}` : '';
   const system = `${identity.trim()}${toolText}${background}\n\n# How to answer\n${ANSWER_FORMAT}`;

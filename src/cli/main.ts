@@ -27,6 +27,12 @@ const LOADERS: Record<string, () => Promise<Command>> = {
   log: async () => (await import('./commands/log.ts')).logCommand,
   audit: async () => (await import('./commands/audit.ts')).auditCommand,
   diagram: async () => (await import('./commands/diagram.ts')).diagramCommand,
+  memory: async () => (await import('./commands/memory.ts')).memoryCommand,
+};
+
+/** Two-word commands (`hive memory add ...`), loaded with their family. */
+const SUBCOMMANDS: Record<string, () => Promise<Command[]>> = {
+  memory: async () => (await import('./commands/memory.ts')).MEMORY_SUBCOMMANDS,
 };
 
 export const COMMAND_NAMES = Object.keys(LOADERS);
@@ -55,12 +61,15 @@ export async function runCli(argv: string[], io: CliIO = processIO()): Promise<n
     io.out(await helpText());
     return name === undefined ? 2 : 0;
   }
+  const family = Object.hasOwn(SUBCOMMANDS, name) && rest[0] !== undefined ? await SUBCOMMANDS[name]!() : [];
+  const sub = family.find((c) => c.name === `${name} ${rest[0]}`);
+  if (sub) rest.shift();
   const load = Object.hasOwn(LOADERS, name) ? LOADERS[name] : undefined;
-  if (!load) {
+  if (!sub && !load) {
     io.err(`hive: unknown command ${JSON.stringify(name)}\n\n${await helpText()}`);
     return 2;
   }
-  const command = await load();
+  const command = sub ?? (await load!());
   try {
     const args = parseCommandArgs(command, rest);
     return await command.run(args, io);

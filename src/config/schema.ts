@@ -247,7 +247,7 @@ function valueAt(input: unknown, p: PropertyKey[]): unknown {
 function expectationOf(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case 'invalid_type':
-      return issue.expected === 'object' ? 'an object' : issue.expected === 'int' ? 'an integer' : `a ${issue.expected}`;
+      return issue.expected === 'int' ? 'an integer' : `${/^[aeiou]/.test(issue.expected) ? 'an' : 'a'} ${issue.expected}`;
     case 'too_small':
       if (issue.origin === 'string') return 'a non-empty string';
       if (issue.origin === 'number') return Number(issue.minimum) === 0 && !issue.inclusive ? 'a positive number' : `a number ≥ ${issue.minimum}`;

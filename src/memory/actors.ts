@@ -27,6 +27,7 @@ export class MemoryActors {
   private miner: HostChild<MinerHostApi> | null = null;
   private reflector: HostChild<ReflectorHostApi> | null = null;
   private jobs: MemoryJobs | null = null;
+  private starting: Promise<unknown> = Promise.resolve();
   private readonly values: Record<Kind, string> = { miner: 'stopped', reflector: 'stopped' };
 
   constructor(
@@ -40,16 +41,27 @@ export class MemoryActors {
     return { memory: this.config.memory, configDir: this.config.configDir };
   }
 
-  /** Starts both actors (after the router, DESIGN §5's order); the pool starts on its first job. */
-  async start(): Promise<void> {
+  /**
+   * Starts both actors (after the router, DESIGN §5's order) without holding up the
+   * hive's start: memory is not on the message path, and compiling and starting two
+   * more workers would delay the first delivery by ~0.4 s. `started()` resolves once
+   * both run; the pool starts on its first job.
+   */
+  start(): void {
     if (!this.config.memory.enabled) return;
     this.jobs = createPoolJobs({ maxThreads: this.config.memory.poolThreads });
     this.miner = this.child<MinerHostApi>('miner', 'miner-host');
     this.reflector = this.child<ReflectorHostApi>('reflector', 'reflector-host');
-    await Promise.all([this.miner.start(), this.reflector.start()]);
+    this.starting = Promise.all([this.miner.start(), this.reflector.start()]);
+  }
+
+  /** Resolves when the memory actors run (or failed to start for good). */
+  started(): Promise<void> {
+    return this.starting.then(() => undefined);
   }
 
   async stop(): Promise<void> {
+    await this.starting.catch(() => undefined);
     await Promise.all([this.miner?.stop(), this.reflector?.stop()]);
     await this.jobs?.close();
     this.jobs = null;
@@ -123,15 +135,16 @@ export class MemoryActors {
   /** A memory changed: both actors take a look (mine soon, condense if oversized). */
   notify(agent: string): void {
     this.notifyMiner(agent);
-    void this.reflector?.handle?.call(async (api) => api.notify(agent)).catch(() => undefined);
+    void this.started().then(() => this.reflector?.handle?.call(async (api) => api.notify(agent))).catch(() => undefined);
   }
 
   private notifyMiner(agent: string): void {
-    void this.miner?.handle?.call(async (api) => api.notify(agent)).catch(() => undefined);
+    void this.started().then(() => this.miner?.handle?.call(async (api) => api.notify(agent))).catch(() => undefined);
   }
 
   /** Mines now through the miner actor; without one (memory disabled), in this thread. */
   async mine(force = false): Promise<MinePassResult> {
+    await this.started();
     const handle = this.miner?.handle;
     if (!handle) {
       const jobs = this.jobs ?? createPoolJobs({ maxThreads: this.config.memory.poolThreads });
@@ -148,6 +161,7 @@ export class MemoryActors {
 
   /** Condenses through the reflector actor (queued behind any condense in progress). */
   async condense(agent: string, force = true): Promise<ReflectResult> {
+    await this.started();
     const handle = this.reflector?.handle;
     if (handle) return handle.call(async (api) => api.condense(agent, force));
     const { root, memory, configDir } = this.config;

@@ -42,7 +42,11 @@ export interface CondenseResult {
 /** Which blocks go where. */
 export function planCondense(text: string, keepRecent: number): CondensePlan {
   const doc = parseMemory(text);
-  const blocks = doc.blocks.filter((b) => b.kind !== 'region' || hasContent(b));
+  // Free text under a region marker is content; under `## Pinned` it is pinned (kept
+  // without its marker line, which assemble() writes once).
+  const blocks = doc.blocks
+    .filter((b) => b.kind !== 'region' || hasContent(b))
+    .map((b) => (b.kind === 'region' && b.heading === 'Pinned' ? { ...b, raw: b.raw.slice(b.raw.indexOf('\n') + 1).replace(/^\n+/, ''), pinned: true } : b));
   const pinned = blocks.filter((b) => b.pinned);
   const rest = blocks.filter((b) => !b.pinned);
   const entryIdx = rest.map((b, i) => (b.kind === 'entry' ? i : -1)).filter((i) => i >= 0);

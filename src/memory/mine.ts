@@ -1,21 +1,21 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { hivePaths, agentPaths } from '../layout/paths.ts';
-import { listDir } from '../fs/atomic.ts';
+import { listDir, sweepTempFiles } from '../fs/atomic.ts';
 import { isAgentId } from '../protocol/agent-id.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { errorMessage } from '../errors.ts';
 import { ignoreLines, listMinable } from './ignore.ts';
 import { withFileLock } from './lock.ts';
 import { mempalaceMine, resolveMemPalace, stageFiles, type MemPalaceSettings } from './mempalace.ts';
-import { emptyManifest, palacePaths, readManifest, readWing, removeWing, writeManifest, type PalaceManifest, type WingRecord } from './palace.ts';
+import { emptyManifest, palacePaths, readManifest, readWingHash, removeWing, writeManifest, type PalaceManifest, type WingRecord } from './palace.ts';
 import type { MemoryJobs } from './jobs.ts';
 
 export interface MineSettings {
   /** Extra ignore patterns for every agent (beside each agent's `.mineignore`). */
   ignore: string[];
   mempalace: MemPalaceSettings;
-  /** Rebuild `index.json` once wings newer than it hold this many bytes. */
+  /** Rebuild `index.json` once wings newer than it hold this many bytes (and ≥ 10 % of all). */
   snapshotBytes: number;
   /** Folder a configured MemPalace path is relative to. */
   configDir: string;
@@ -77,6 +77,8 @@ function staleBytes(m: PalaceManifest): number {
 export async function runMinePass(root: string, settings: MineSettings, jobs: MemoryJobs, options: MineOptions = {}): Promise<MinePassResult> {
   const started = performance.now();
   return withFileLock(palacePaths(root).mineLock, async () => {
+    // Palace files are written only under this lock: a temp file now is a crashed write.
+    for (const dir of [palacePaths(root).dir, palacePaths(root).wings]) sweepTempFiles(dir);
     const manifest = readManifest(root) ?? emptyManifest();
     const agents = listDir(hivePaths(root).agents).filter((a) => isAgentId(a) && fs.existsSync(agentPaths(root, a).memory)).sort();
     const work: { agent: string; files: string[] }[] = [];
@@ -84,7 +86,7 @@ export async function runMinePass(root: string, settings: MineSettings, jobs: Me
       const dir = agentPaths(root, agent).dir;
       const files = listMinable(dir, ignoreLines(dir, settings.ignore));
       const known = manifest.wings[agent];
-      if (!options.force && known && sameFiles(known.files, statFiles(dir, files)) && readWing(root, agent)?.hash === known.hash) continue;
+      if (!options.force && known && sameFiles(known.files, statFiles(dir, files)) && readWingHash(root, agent) === known.hash) continue;
       work.push({ agent, files });
     }
     const results = await Promise.all(
@@ -118,7 +120,10 @@ export async function runMinePass(root: string, settings: MineSettings, jobs: Me
     manifest.lastMineTime = now;
     writeManifest(root, manifest);
     let snapshot = false;
-    if (Object.keys(manifest.wings).length > 0 && (options.force || staleBytes(manifest) >= settings.snapshotBytes)) {
+    // A searcher re-adds stale wings itself (~25 ms per 100 KiB), so the snapshot (seconds
+    // on a large palace) is rebuilt only once a tenth of the palace, or snapshotBytes, moved on.
+    const totalBytes = Object.values(manifest.wings).reduce((n, w) => n + w.bytes, 0);
+    if (totalBytes > 0 && (options.force || staleBytes(manifest) >= Math.max(settings.snapshotBytes, totalBytes / 10))) {
       const snap = await jobs.snapshot(root);
       manifest.snapshot = { wings: snap.wings, builtAt: snap.builtAt };
       writeManifest(root, manifest);

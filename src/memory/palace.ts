@@ -109,9 +109,31 @@ export function readWing(root: string, agent: string): Wing | null {
   }
 }
 
+/**
+ * The source hash a wing file holds, read from its first bytes (the miner's "is the wing
+ * still the one the manifest names?" check must not parse 100 wings of JSON per pass).
+ */
+export function readWingHash(root: string, agent: string): string | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(wingFile(root, agent), 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const head = Buffer.alloc(256);
+    const n = fs.readSync(fd, head, 0, head.length, 0);
+    return /"hash":"([0-9a-f]+)"/.exec(head.toString('utf8', 0, n))?.[1] ?? null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 export function writeWing(root: string, wing: Wing): void {
+  // Key order matters: `hash` stays in the first bytes for readWingHash.
+  const ordered: Wing = { version: wing.version, agent: wing.agent, hash: wing.hash, docs: wing.docs };
   fs.mkdirSync(palacePaths(root).wings, { recursive: true });
-  writeFileAtomic(wingFile(root, wing.agent), JSON.stringify(wing), { durable: false });
+  writeFileAtomic(wingFile(root, wing.agent), JSON.stringify(ordered), { durable: false });
 }
 
 export function removeWing(root: string, agent: string): void {

@@ -80,25 +80,18 @@ export async function remember(root: string, agent: string, input: MemoryInput, 
     throw new HiveError('E_UNKNOWN_AGENT', `Agent "${agent}" does not exist in ${root}; spawn it first (hive spawn) or create it with ensureAgent`);
   }
   return withFileLock(p.memory, () => {
-    let created = false;
-    let fd: number;
+    // O_APPEND: even a writer that ignores the lock (`echo >> memory.md`) is never overwritten.
+    const created = !fs.existsSync(p.memory);
+    const fd = fs.openSync(p.memory, 'a+', 0o644);
     try {
-      fd = fs.openSync(p.memory, 'r+');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      fd = fs.openSync(p.memory, 'w+', 0o644);
-      fs.writeSync(fd, `# ${agent}\n\n## Memories\n\n`);
-      created = true;
-    }
-    try {
+      if (created) fs.writeSync(fd, `# ${agent}\n\n## Memories\n\n`);
       const size = fs.fstatSync(fd).size;
       const tail = Buffer.alloc(Math.min(2, size));
       if (tail.length > 0) fs.readSync(fd, tail, 0, tail.length, size - tail.length);
-      const data = Buffer.from(separatorAfter(tail.toString('latin1')) + text);
-      fs.writeSync(fd, data, 0, data.length, size);
+      fs.writeSync(fd, separatorAfter(tail.toString('latin1')) + text);
       fs.fdatasyncSync(fd);
       if (created) fsyncDir(p.dir);
-      return { agent, text, size: size + data.length };
+      return { agent, text, size: fs.fstatSync(fd).size };
     } finally {
       fs.closeSync(fd);
     }

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import MiniSearch from 'minisearch';
-import { INDEX_OPTIONS } from './index-options.ts';
+import { INDEX_OPTIONS, SEARCH_OPTIONS } from './index-options.ts';
+import { topK } from './top-k.ts';
 import { excerptOf } from './excerpt.ts';
 import { PALACE_VERSION, palacePaths, readManifest, readWing, type MemoryDocument, type PalaceManifest } from './palace.ts';
 import type { SnapshotFile } from './snapshot.ts';
@@ -40,34 +41,44 @@ export class PalaceIndex {
   private manifestStamp: string | null = null;
   private snapshotStamp: string | null = null;
   private manifest: PalaceManifest | null = null;
+  private wingsStale = true;
 
   constructor(readonly root: string) {}
 
   /** True when something was mined (the manifest exists). */
   ready(): boolean {
-    this.refresh();
-    return this.manifest !== null && Object.keys(this.manifest.wings).length > 0;
+    const m = this.currentManifest();
+    return m !== null && Object.keys(m.wings).length > 0;
   }
 
-  /** Agents the index holds. */
-  agents(): string[] {
-    this.refresh();
-    return Object.keys(this.manifest?.wings ?? {});
+  /** The manifest, re-read only when the file changed (one stat). Does not load the index. */
+  currentManifest(): PalaceManifest | null {
+    const stamp = stampOf(palacePaths(this.root).manifest);
+    if (stamp !== this.manifestStamp) {
+      this.manifestStamp = stamp;
+      this.manifest = readManifest(this.root);
+      this.wingsStale = true;
+    }
+    return this.manifest;
   }
 
-  /** Brings the in-memory index up to date with the palace (cheap when nothing changed). */
+  /**
+   * Brings the in-memory index up to date with the palace: the snapshot when it changed,
+   * then the wings that moved on since (cheap when nothing changed: two stats).
+   */
   refresh(): void {
-    const p = palacePaths(this.root);
-    const stamp = stampOf(p.manifest);
-    if (stamp === this.manifestStamp && this.index) return;
-    this.manifestStamp = stamp;
-    this.manifest = readManifest(this.root);
-    const snapStamp = stampOf(p.index);
+    this.currentManifest();
+    const file = palacePaths(this.root).index;
+    const snapStamp = stampOf(file);
     if (!this.index || snapStamp !== this.snapshotStamp) {
       this.snapshotStamp = snapStamp;
-      this.loadSnapshot(p.index);
+      this.loadSnapshot(file);
+      this.wingsStale = true;
     }
-    this.applyWings();
+    if (this.wingsStale) {
+      this.wingsStale = false;
+      this.applyWings();
+    }
   }
 
   private loadSnapshot(file: string): void {
@@ -113,17 +124,18 @@ export class PalaceIndex {
   }
 
   /**
-   * Ranked matches (BM25 over headings and text, headings boosted).
+   * Ranked matches (BM25 over headings and text, headings boosted), MiniSearch's ranking
+   * computed top-k (see `top-k.ts`).
    * @example new PalaceIndex('/hive').search('rollback', { limit: 5 })
    */
   search(query: string, q: IndexQuery): MemoryMatch[] {
     this.refresh();
-    const index = this.index!;
-    const hits = index.search(query, q.agent ? { filter: (r) => r.agent === q.agent } : {});
-    return hits.slice(0, q.limit).map((h) => ({
-      agent: h.agent as string,
-      heading: h.heading as string,
-      excerpt: excerptOf(h.text as string, query),
+    const agent = q.agent;
+    const hits = topK(this.index!, query, q.limit, SEARCH_OPTIONS, agent ? (f) => f.agent === agent : undefined);
+    return hits.map((h) => ({
+      agent: h.fields.agent as string,
+      heading: h.fields.heading as string,
+      excerpt: excerptOf(h.fields.text as string, query),
       score: Math.round(h.score * 1000) / 1000,
     }));
   }

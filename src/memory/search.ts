@@ -4,7 +4,7 @@ import { appendEvent } from '../log/event-log.ts';
 import { palaceIndex, type MemoryMatch } from './search-index.ts';
 import { grepMemory } from './grep.ts';
 import { mempalaceSearch } from './mempalace.ts';
-import { palacePaths, readManifest } from './palace.ts';
+import { palacePaths } from './palace.ts';
 
 export type { MemoryMatch };
 
@@ -43,7 +43,7 @@ export async function searchMemory(root: string, query: string, options: MemoryS
   checkQuery(query, options.limit);
   if (options.agent !== undefined) assertAgentId(options.agent, 'the agent to search');
   const q = { limit: options.limit ?? 5, ...(options.agent !== undefined ? { agent: options.agent } : {}) };
-  const manifest = readManifest(root);
+  const manifest = palaceIndex(root).currentManifest();
   const wings = manifest?.wings ?? {};
   const inIndex = q.agent ? wings[q.agent] !== undefined : Object.keys(wings).length > 0;
   // MemPalace answers only when it has mined every wing in scope (else it would miss some).

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import lockfile from 'proper-lockfile';
 import { agentPaths, type AgentPaths } from '../layout/paths.ts';
-import { fsyncDir, listDir, syncFd, tempNameFor } from '../fs/atomic.ts';
+import { fsyncDir, listDir, syncFd, syncFileAsync, tempNameFor } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { encodeMessage } from './outbox.ts';
@@ -143,7 +143,7 @@ class InboxLease {
       if (this.idle) clearTimeout(this.idle);
       this.idle = null;
       if (!this.release) await this.acquire(options);
-      return fn();
+      return await fn();
     } finally {
       const holdMs = options.holdMs ?? 200;
       if (holdMs <= 0) await this.drop();
@@ -219,15 +219,6 @@ interface Prepared {
   message: HiveMessage;
 }
 
-function syncFile(file: string): void {
-  const fd = fs.openSync(file, 'r');
-  try {
-    syncFd(fd, true);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
 function writeTemp(dir: string, name: string, data: string): string {
   const temp = tempNameFor(path.join(dir, name));
   const fd = fs.openSync(temp, 'w', 0o644);
@@ -241,18 +232,19 @@ function writeTemp(dir: string, name: string, data: string): string {
 }
 
 /** Steps 3–4: prepare every entry, then make them visible in seq order. */
-function place(dir: string, entries: Prepared[]): void {
-  for (const e of entries) {
-    if (e.source) {
+async function place(dir: string, entries: Prepared[]): Promise<void> {
+  // The sources' flushes run concurrently (cheap when their writer already synced them).
+  await Promise.all(
+    entries.map(async (e) => {
+      if (!e.source) return;
       try {
-        syncFile(e.source);
-        continue;
+        await syncFileAsync(e.source);
       } catch {
         delete e.source; // gone or unreadable: fall back to a copy
       }
-    }
-    e.temp = writeTemp(dir, e.name, encodeMessage(e.message));
-  }
+    }),
+  );
+  for (const e of entries) if (!e.source) e.temp = writeTemp(dir, e.name, encodeMessage(e.message));
   for (const e of entries) {
     const target = path.join(dir, e.name);
     if (e.source) {
@@ -280,7 +272,7 @@ export async function deliver(root: string, agentId: string, messages: HiveMessa
   return withInboxLock(
     root,
     agentId,
-    () => {
+    async () => {
       const index = loadIndex(root, p);
       const outcomes: DeliveryOutcome[] = [];
       const entries: Prepared[] = [];
@@ -299,7 +291,7 @@ export async function deliver(root: string, agentId: string, messages: HiveMessa
       }
       if (entries.length === 0) return outcomes;
       try {
-        place(p.inbox, entries);
+        await place(p.inbox, entries);
         fsyncDir(p.inbox);
       } catch (err) {
         indexCache.delete(p.inbox);

@@ -164,8 +164,8 @@ export class Supervisor {
       phase('hosts');
       await this.startRouter();
       phase('router');
-      await this.memory.start();
-      phase('memory');
+      // Memory actors start now but do not hold up `ready` (routing does not need them).
+      this.memory.start();
       this.sendKickoff();
       this.control = await startControlServer(this.root, this);
       this.hooks = await startHooksServer(this.root, {

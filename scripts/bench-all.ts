@@ -1,0 +1,49 @@
+// npm run bench — runs every benchmark, writes bench/results.json and prints a table.
+// Each benchmark runs in its own process (a clean heap and its own worker threads).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { fileURLToPath } from 'node:url';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const BENCHES = ['bench-queue.ts', 'bench-hive.ts', 'bench-memory.ts', 'bench-scale.ts'].filter((f) => fs.existsSync(path.join(REPO, 'scripts', f)));
+
+type Json = Record<string, any>;
+const results: Record<string, Json> = {};
+for (const file of BENCHES) {
+  process.stderr.write(`bench: ${file}...\n`);
+  const t0 = Date.now();
+  const r = await execa(process.execPath, ['--import', 'tsx', path.join(REPO, 'scripts', file)], { cwd: REPO, reject: false, timeout: 30 * 60_000 });
+  if (r.exitCode !== 0) {
+    results[file] = { error: `exit ${r.exitCode}: ${String(r.stderr).slice(-500)}` };
+    continue;
+  }
+  results[file] = { ...JSON.parse(String(r.stdout)), seconds: Math.round((Date.now() - t0) / 1000) };
+}
+
+const q = results['bench-queue.ts'] ?? {};
+const h = results['bench-hive.ts'] ?? {};
+const m = results['bench-memory.ts'] ?? {};
+const s = results['bench-scale.ts'] ?? {};
+const rows: [string, string, string][] = [
+  ['raw durable write (write+fsync+rename+dir fsync), same run', `${q.rawDurableWrite?.perSecond ?? '?'} /s, p50 ${q.rawDurableWrite?.latencyMs?.p50 ?? '?'} ms`, 'baseline'],
+  ['outbox single durable writes', `${q.outboxSingle?.messagesPerSecond ?? '?'} /s (${q.outboxSingle?.ratioToRaw ?? '?'}× raw)`, '≥ 0.7× raw'],
+  ['outbox batches of 100', `${q.outboxBatch100?.messagesPerSecond ?? '?'} /s (${q.outboxBatch100?.ratioToRaw ?? '?'}× raw)`, '—'],
+  ['inbox delivery, batches of 100', `${q.deliverBatch100?.messagesPerSecond ?? '?'} /s (${q.deliverBatch100?.ratioToRaw ?? '?'}× raw)`, '≥ 1.0× raw'],
+  ['delivery latency, write durable → recipient committed', `p50 ${h.deliveryLatencyMs?.p50 ?? '?'} ms, p99 ${h.deliveryLatencyMs?.p99 ?? '?'} ms`, 'p50 ≤ 5, p99 ≤ 25 ms'],
+  ['request/reply pairs at saturation (8 echo agents)', `${h.requestReplyPairsPerSecond?.median ?? '?'} /s (${h.requestReplyPairsPerSecond?.ratioToRawDurableWrite ?? '?'}× raw)`, '≥ 1,000 /s'],
+  ['worker spawn', `p50 ${h.workerSpawnMs?.p50 ?? '?'} ms`, '—'],
+  ['cold start, 100 agents (one worker each)', `${h.coldStart?.readyMs ?? '?'} ms`, '≤ 10 s'],
+  ['RSS per agent (one worker each)', `${h.rssPerAgentMB ?? '?'} MB`, '≤ 30 MB'],
+  ['recovery after supervisor SIGKILL, 100 agents', `median ${s.recovery?.killToReadyMs?.median ?? '?'} ms`, '≤ 2 s'],
+  ['1,000 agents (pooled hosts): start → ready', `${s.thousandAgents?.startToReadyMs ?? '?'} ms`, '—'],
+  ['1,000 agents: total RSS', `${s.thousandAgents?.totalRssMiB ?? '?'} MiB`, '≤ 3 GiB'],
+];
+if (m && !m.error && Object.keys(m).length) rows.push(['memory search (100 agents × 100 KiB)', JSON.stringify(m.query ?? m.queryMs ?? m).slice(0, 80), 'p50 ≤ 5, p99 ≤ 20 ms']);
+
+const machine = { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', totalMemGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10, node: process.version, platform: `${os.platform()} ${os.release()}` };
+fs.mkdirSync(path.join(REPO, 'bench'), { recursive: true });
+fs.writeFileSync(path.join(REPO, 'bench', 'results.json'), `${JSON.stringify({ measuredAt: new Date().toISOString(), machine, results }, null, 2)}\n`);
+const table = ['| figure | measured | target |', '|---|---|---|', ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+process.stdout.write(`machine: ${machine.cpus} cores ${machine.model}, ${machine.totalMemGiB} GiB, Node ${machine.node}\n\n${table}\n\nwrote bench/results.json\n`);

@@ -1,0 +1,33 @@
+import path from 'node:path';
+import { loadConfig } from '../../config/load.ts';
+import { MemoryConfigSchema, type MemoryConfig } from '../../memory/config.ts';
+import { isHive } from '../../layout/ensure.ts';
+import { HiveError } from '../../errors.ts';
+import { isAgentId } from '../../protocol/agent-id.ts';
+import { badArgs, rootOf, str, type Command, type ParsedArgs } from '../args.ts';
+import type { CliIO } from '../io.ts';
+
+/** The hive root of a memory command (it must be a hive). */
+export function memoryRoot(args: ParsedArgs, io: CliIO): string {
+  const root = rootOf(args, io);
+  if (!isHive(root)) throw new HiveError('E_NOT_A_HIVE', `${root} is not a hive; create it with \`hive init --root ${root}\``);
+  return root;
+}
+
+/** The memory settings: from `--config FILE` (its root too, unless --root), else the defaults. */
+export async function memorySetup(command: Command, args: ParsedArgs, io: CliIO): Promise<{ root: string; memory: MemoryConfig; configDir: string }> {
+  const file = str(args, 'config');
+  if (file === undefined) return { root: memoryRoot(args, io), memory: MemoryConfigSchema.parse({}), configDir: io.cwd };
+  const config = await loadConfig(path.resolve(io.cwd, file)).catch((err: unknown) => {
+    throw badArgs(command, `--config ${file}: ${(err as Error).message}`);
+  });
+  const root = str(args, 'root') !== undefined ? memoryRoot(args, io) : config.root;
+  if (!isHive(root)) throw new HiveError('E_NOT_A_HIVE', `${root} is not a hive; create it with \`hive init --root ${root}\``);
+  return { root, memory: config.memory, configDir: config.configDir };
+}
+
+/** An agent id flag or positional, or a usage error naming it. */
+export function agentArg(command: Command, value: string | undefined, what: string): string | undefined {
+  if (value !== undefined && !isAgentId(value)) throw badArgs(command, `expected ${what} to be an agent id (a-z, 0-9, . _ -), got ${JSON.stringify(value)}`);
+  return value;
+}
