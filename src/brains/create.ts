@@ -3,8 +3,6 @@ import type { BrainSpec } from '../config/schema.ts';
 import type { Brain } from './types.ts';
 import { createEchoBrain } from './echo.ts';
 import { createModuleBrain } from './module.ts';
-import { createCommandBrain } from './command.ts';
-import { createOpenAIBrain } from './openai.ts';
 import type { ToolDescription } from './prompt.ts';
 
 /** What a brain factory may need besides its spec. */
@@ -31,8 +29,10 @@ type Factory<K extends BrainSpec['kind']> = (spec: Extract<BrainSpec, { kind: K 
 const FACTORIES: { [K in BrainSpec['kind']]?: Factory<K> } = {
   echo: async (spec) => createEchoBrain(spec.delayMs === undefined ? {} : { delayMs: spec.delayMs }),
   module: async (spec, env) => createModuleBrain(env.moduleUrl ?? spec.module, spec.export ?? 'default', spec.options ?? {}),
+  // Providers load on first use: execa alone is ~250 KB that an echo agent's worker
+  // would otherwise parse at every start.
   command: async (spec, env) =>
-    createCommandBrain(spec, {
+    (await import('./command.ts')).createCommandBrain(spec, {
       agentId: env.agentId,
       agentName: env.agentName,
       root: env.root,
@@ -42,7 +42,7 @@ const FACTORIES: { [K in BrainSpec['kind']]?: Factory<K> } = {
       ...(env.tools ? { tools: env.tools } : {}),
     }),
   openai: async (spec, env) =>
-    createOpenAIBrain(spec, {
+    (await import('./openai.ts')).createOpenAIBrain(spec, {
       agentDir: env.agentDir,
       agentName: env.agentName,
       ...(env.tools ? { tools: env.tools } : {}),

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import { agentPaths } from '../layout/paths.ts';
 import path from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import type { Tracer } from '@opentelemetry/api';
@@ -149,12 +151,28 @@ export class HiveObserver {
         this.metrics?.deadLettered('E_POISON');
         break;
       case 'actor.processed':
-        // A brain may have written memory.md during the turn; git finds out whether it did.
-        this.note(`turn of ${e.agent}`);
+        // A brain may have written memory.md during the turn. One stat tells whether it did;
+        // a git run for every busy turn would compete with the queues for the disk.
+        if (this.memoryChanged(e.agent)) this.note(`memory of ${e.agent}`);
         break;
       default:
         break;
     }
+  }
+
+  private readonly memoryStamps = new Map<string, string>();
+
+  private memoryChanged(agent: string): boolean {
+    let stamp = 'missing';
+    try {
+      const st = fs.statSync(agentPaths(this.root, agent).memory);
+      stamp = `${st.mtimeMs}:${st.size}`;
+    } catch {
+      stamp = 'missing';
+    }
+    const before = this.memoryStamps.get(agent);
+    this.memoryStamps.set(agent, stamp);
+    return before !== undefined && before !== stamp;
   }
 
   /** Final audit commit, last export, rotation stopped. */
