@@ -1,13 +1,12 @@
 /**
- * Worker entry: the router actor. Routes on outbox file events (chokidar), on direct
+ * Worker entry: the router actor. Routes on outbox file events (see outbox-watcher.ts), on direct
  * notices from senders (`kick`), and on a slow safety poll. Not exported from the package.
  */
-import path from 'node:path';
 import { parentPort, threadId, workerData, type MessagePort } from 'node:worker_threads';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { createActor, fromPromise } from 'xstate';
-import { watch, type FSWatcher } from 'chokidar';
+import { watchOutboxes, type OutboxWatcher } from '../src/router/outbox-watcher.ts';
 import type { RouterHostApi, RouterLinkMessage, WorkerEvent, WorkerInit } from './protocol.ts';
 import type { HiveMessage } from '../src/protocol/message.ts';
 import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
@@ -128,33 +127,22 @@ actor.subscribe({
   },
 });
 
-let watcher: FSWatcher | null = null;
+let watcher: OutboxWatcher | null = null;
 let poll: NodeJS.Timeout | null = null;
-
-/** Only `agents/<id>/outbox/<file>` matters; everything else is ignored (inboxes change constantly). */
-function ignored(agentsDir: string) {
-  return (p: string) => {
-    const rel = path.relative(agentsDir, p);
-    if (rel === '') return false;
-    const parts = rel.split(path.sep);
-    if (parts.length === 1) return false;
-    if (parts.length === 2) return parts[1] !== 'outbox';
-    if (parts.length === 3) return parts[2]!.startsWith('.');
-    return true;
-  };
-}
 
 const api: RouterHostApi = {
   async start() {
     actor.start();
     if (settings.watch) {
       const agentsDir = hivePaths(init.root).agents;
-      watcher = watch(agentsDir, { ignored: ignored(agentsDir), ignoreInitial: true, atomic: false, depth: 2 });
-      watcher.on('add', (file) => {
-        markDirty([path.basename(path.dirname(path.dirname(file)))]);
-        actor.send({ type: 'hive.outbox.changed' });
-      });
-      watcher.on('error', (err) => appendEvent(init.root, { type: 'router.watch-error', error: String(err) }));
+      watcher = watchOutboxes(
+        agentsDir,
+        (agent) => {
+          markDirty([agent]);
+          actor.send({ type: 'hive.outbox.changed' });
+        },
+        (err) => appendEvent(init.root, { type: 'router.watch-error', error: String(err) }),
+      );
     }
     poll = setInterval(() => {
       markDirty();

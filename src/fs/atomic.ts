@@ -30,12 +30,13 @@ const sleeper = FSYNC_DELAY_MS > 0 ? new Int32Array(new SharedArrayBuffer(4)) : 
  */
 export async function syncFileAsync(file: string): Promise<void> {
   if (FSYNC_DELAY_MS > 0) await new Promise((r) => setTimeout(r, FSYNC_DELAY_MS));
-  const handle = await fs.promises.open(file, 'r');
-  try {
-    await handle.datasync();
-  } finally {
-    await handle.close();
-  }
+  // Callbacks, not fs.promises: a FileHandle per message cost the router ~10% of its CPU.
+  await new Promise<void>((resolve, reject) => {
+    fs.open(file, 'r', (err, fd) => {
+      if (err) return reject(err);
+      fs.fdatasync(fd, (syncErr) => fs.close(fd, () => (syncErr ? reject(syncErr) : resolve())));
+    });
+  });
 }
 
 /** fsync (or fdatasync with `dataOnly`) a file descriptor. Every durable write goes through here. */

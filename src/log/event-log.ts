@@ -27,3 +27,15 @@ export function appendEvent(root: string, event: HiveEvent, now: Date = new Date
     // The hive root may be gone (tests tearing down); logging is best-effort.
   }
 }
+
+/** Appends several events with one write (a routing pass logs one line per message). */
+export function appendEvents(root: string, events: HiveEvent[], now: Date = new Date()): void {
+  if (events.length === 0) return;
+  const at = now.toISOString();
+  const text = events.map((e) => `${JSON.stringify({ at, pid: process.pid, ...e } satisfies LoggedEvent)}\n`).join('');
+  try {
+    fs.appendFileSync(hivePaths(root).log, text);
+  } catch {
+    // best-effort, as appendEvent
+  }
+}

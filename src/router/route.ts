@@ -4,7 +4,7 @@ import { createMessage, type HiveMessage } from '../protocol/message.ts';
 import { stableId } from '../protocol/ids.ts';
 import { hivePaths } from '../layout/paths.ts';
 import { readRegistry } from '../registry/registry.ts';
-import { appendEvent } from '../log/event-log.ts';
+import { appendEvents } from '../log/event-log.ts';
 import type { Transport, PendingItem } from '../queue/transport.ts';
 import type { DeadLetterReason } from '../queue/dead-letter.ts';
 import type { Delivery } from '../../actors/protocol.ts';
@@ -245,6 +245,6 @@ export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
   }
 
   for (const [sender, refs] of routedRefs) await transport.settle(sender, refs);
-  for (const line of routeLog) appendEvent(root, { type: 'message.routed', ...line });
+  appendEvents(root, routeLog.map((line) => ({ type: 'message.routed', ...line })));
   return report;
 }
