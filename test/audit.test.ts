@@ -16,7 +16,7 @@ import type { Hive } from '../src/hive.ts';
 
 const client = { id: 'client', brain: { kind: 'external' as const } };
 
-function nextCommit(hive: Hive, predicate: (reasons: string[]) => boolean, timeoutMs = 15_000): Promise<string[]> {
+function nextCommit(hive: Hive, predicate: (reasons: string[]) => boolean, timeoutMs = 45_000): Promise<string[]> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('no matching audit commit')), timeoutMs);
     const off = hive.supervisor.observer!.audit!.onCommitted((c) => {

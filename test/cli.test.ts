@@ -85,5 +85,5 @@ describe('hive CLI', () => {
     expect(fs.existsSync(`${root}/agents/god/outbox/${sent.stdout.trim()}.json`)).toBe(true);
     const bad = await runHive(['send', '--root', root, '--nope']);
     expect(bad.code).toBe(2);
-  }, 20_000);
+  }, 90_000);
 });

@@ -96,7 +96,7 @@ describe('hooks socket', () => {
     });
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ decision: 'deny' });
-  }, 20_000);
+  }, 90_000);
 
   it('hive hook never holds the agent up for more than 5 s, even when the socket never answers', async () => {
     const sock = path.join(tempDir(), 'silent.sock');
@@ -113,5 +113,5 @@ describe('hooks socket', () => {
     } finally {
       server.close();
     }
-  }, 20_000);
+  }, 90_000);
 });

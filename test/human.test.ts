@@ -35,7 +35,7 @@ describe('human in the loop', () => {
     const again = await runHive(['answer', q!.id, '--body', 'formal', '--root', hive.root]);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('already answered');
-  }, 30_000);
+  }, 90_000);
 
   it('the API answers too, and an unknown question id is a clear error', async () => {
     const hive = await startHive(fastConfig({ agents: [{ id: 'a', brain: { kind: 'external' } }] }));

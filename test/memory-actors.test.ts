@@ -44,7 +44,7 @@ describe('memory actors in a running hive', () => {
     expect(again.mined).toEqual([]);
     const log = fs.readFileSync(path.join(hive.root, 'log.jsonl'), 'utf8');
     expect(log).toContain('"type":"memory.mined"');
-  }, 30_000);
+  }, 90_000);
 
   it('the reflector condenses an oversized memory after it grows, and the miner re-mines it', async () => {
     const config = memoryConfig({ condense: { minBytes: 4_096, maxBytes: 16_384, maxEntries: 30, keepRecent: 5, targetBytes: 8_192 } });
@@ -65,7 +65,7 @@ describe('memory actors in a running hive', () => {
     // on demand, even below the thresholds; forced condenses go through the actor's queue
     fs.writeFileSync(agentPaths(hive.root, 'ann').memory, bigMemory('Ann', 12));
     expect(await hive.condenseMemory('ann')).toMatchObject({ agent: 'ann', status: 'condensed' });
-  }, 30_000);
+  }, 90_000);
 
   it('a crashed miner worker is restarted and keeps working', async () => {
     const hive = await startHive(memoryConfig());
@@ -80,14 +80,14 @@ describe('memory actors in a running hive', () => {
     await remember(hive.root, 'bob', 'Written while the miner restarted: wombat');
     expect((await hive.mineMemory({ force: true })).mined).toContain('bob');
     expect((await hive.searchMemory('wombat')).matches[0]).toMatchObject({ agent: 'bob' });
-  }, 30_000);
+  }, 90_000);
 
   it('memory.enabled: false starts no memory actors; mining still works on demand', async () => {
     const hive = await startHive(memoryConfig({ enabled: false }));
     expect(hive.status().map((r) => r.id)).not.toContain('miner');
     const r = await hive.mineMemory();
     expect(r.mined).toEqual(expect.arrayContaining(['ann', 'bob']));
-  }, 30_000);
+  }, 90_000);
 });
 
 describe('SIGKILL of a hive while its reflector condenses (summarizer command on the pool)', () => {

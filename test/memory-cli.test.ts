@@ -57,7 +57,7 @@ describe('hive memory CLI', () => {
     expect(r.matches[0]).toMatchObject({ agent: 'dba', heading: expect.any(String), excerpt: expect.any(String), score: expect.any(Number) });
     const scoped = JSON.parse((await cli(['memory', 'search', 'rollback', '--agent', 'finance', '--json', '--root', root])).stdout);
     expect(scoped.matches.every((m: { agent: string }) => m.agent === 'finance')).toBe(true);
-  }, 30_000);
+  }, 90_000);
 
   it('search: bad flags are usage errors naming them (exit 2)', async () => {
     const root = await labelledHive(['dba']);
@@ -96,7 +96,7 @@ describe('hive memory CLI', () => {
     const bad = await cli(['memory', 'mine', '--config', path.join(tempDir(), 'missing.json')]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--config');
-  }, 30_000);
+  }, 90_000);
 
   it('condense: condenses (exit 0), aborts when it cannot shrink (exit 1)', async () => {
     const root = await labelledHive(['dba']);
@@ -113,7 +113,7 @@ describe('hive memory CLI', () => {
     expect(small.code).toBe(1);
     expect(small.stdout).toContain('aborted: verification failed');
     expect((await cli(['memory', 'condense', '--root', root])).code).toBe(2);
-  }, 30_000);
+  }, 90_000);
 
   it('`hive memory` needs a known subcommand (exit 2), and runs as a real process', async () => {
     const none = await cli(['memory']);
@@ -125,5 +125,5 @@ describe('hive memory CLI', () => {
     const r = await runHive(['memory', 'search', 'vacuum', '--json', '--root', root]);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ source: 'grep', matches: [expect.objectContaining({ agent: 'dba' })] });
-  }, 30_000);
+  }, 90_000);
 });

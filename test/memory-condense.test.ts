@@ -82,7 +82,7 @@ describe('reflector: condensing memory.md', () => {
       await jobs.close();
     }
     expectCondensedFrom(original, fs.readFileSync(file, 'utf8'));
-  }, 30_000);
+  }, 90_000);
 
   it('keeps entries appended while it was condensing (the tail is carried over)', async () => {
     const original = bigMemory('Ann', 60, 7);
@@ -163,7 +163,7 @@ describe('reflector: SIGKILL in the middle of a condense', () => {
     const r = await condenseAgentMemory(root, 'ann', options());
     expect(r).toMatchObject({ status: 'condensed' });
     expect(fs.readFileSync(file, 'utf8').endsWith(`${a.text}\n${b.text}`)).toBe(true);
-  }, 30_000);
+  }, 90_000);
 
   it('killed holding the lock just before the swap: original kept, a waiting append gets the lock at once', async () => {
     const { root, file, original, child, exited } = await killedAt('swap');
@@ -172,7 +172,7 @@ describe('reflector: SIGKILL in the middle of a condense', () => {
     expect(await exited).toBe('SIGKILL');
     const a = await waiting;
     expect(fs.readFileSync(file, 'utf8')).toBe(`${original}${a.text}`);
-  }, 30_000);
+  }, 90_000);
 
   it('not killed: the condensed version wins and keeps the appends', async () => {
     const { root, file, original, child, exited } = await killedAt('summarize');
@@ -183,5 +183,5 @@ describe('reflector: SIGKILL in the middle of a condense', () => {
     expect(after.endsWith(a.text)).toBe(true);
     expectCondensedFrom(original, after.slice(0, after.length - a.text.length));
     expect(logged(root, 'memory.condensed')).toHaveLength(1);
-  }, 30_000);
+  }, 90_000);
 });

@@ -119,5 +119,5 @@ describe('memory search', () => {
       await jobs.close();
     }
     expect((await searchMemory(root, 'vacuum bloat outbox table')).matches[0]).toMatchObject({ agent: 'dba' });
-  }, 30_000);
+  }, 90_000);
 });

@@ -27,7 +27,7 @@ describe('get_memory', () => {
     await hive.send({ from: 'client', to: 'librarian', act: 'request', body: 'runway burn fundraising' });
     await waitFor(hive, () => replies().length === 2, 'second answer');
     expect(replies()[1]).toMatch(/^index: finance \| 2025-03-02 — Runway estimate \| /);
-  }, 30_000);
+  }, 90_000);
 
   it('describes itself as a tool (JSON schema) and validates tool-call arguments', async () => {
     expect(GET_MEMORY_TOOL).toMatchObject({ name: 'get_memory', parameters: { type: 'object', required: ['query'] } });

@@ -77,7 +77,7 @@ describe('hive.lock', () => {
     expect(lock.owner.pid).toBe(process.pid);
     await lock.release();
     expect(fs.existsSync(path.join(root, 'hive.lock'))).toBe(false);
-  }, 30_000);
+  }, 90_000);
 
   it('breaks a stale lock whose owner record is missing after the stale time', async () => {
     const root = tempRoot();

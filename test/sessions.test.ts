@@ -176,7 +176,7 @@ describe('sessions: caps, sweep, clear, archive, snapshots', () => {
       await waitFor(hive, () => replies(hive.root).length === before + 1, body);
     }
     expect(replies(hive.root).slice(-2)).toEqual(['heard "hello" (history 0) [briefed]', 'heard "hello again" (history 2)']);
-  }, 30_000);
+  }, 90_000);
 
   it('a provider switch archives the old conversation and offers keep-memory or snapshot', async () => {
     const root = tempRoot();
@@ -192,5 +192,5 @@ describe('sessions: caps, sweep, clear, archive, snapshots', () => {
     await hive.send({ from: 'client', to: 'cli', act: 'request', body: 'still there?' });
     await waitFor(hive, () => replies(root).length === 2, 'reply after keep');
     expect(replies(root).at(-1)).toBe('heard "still there?" (history 2)');
-  }, 30_000);
+  }, 90_000);
 });

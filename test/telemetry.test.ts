@@ -29,7 +29,7 @@ interface S {
 }
 
 /** Resolves when `check()` holds, re-checking every 20 ms (a condition, not a fixed sleep). */
-async function until(check: () => boolean, label: string, timeoutMs = 15_000): Promise<void> {
+async function until(check: () => boolean, label: string, timeoutMs = 45_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${label}`);

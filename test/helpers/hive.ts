@@ -41,7 +41,7 @@ const ALL_EVENTS: HiveEventName[] = ['delivered', 'processed', 'crashed', 'resta
  * Resolves when `check()` is true, re-checking on every hive event (and every 100 ms
  * for conditions that change on disk only). Rejects with `label` after `timeoutMs`.
  */
-export function waitFor(hive: Hive, check: () => boolean, label: string, timeoutMs = 20_000): Promise<void> {
+export function waitFor(hive: Hive, check: () => boolean, label: string, timeoutMs = 45_000): Promise<void> {
   return new Promise((resolve, reject) => {
     const offs: (() => void)[] = [];
     const done = (err?: Error) => {
@@ -70,7 +70,7 @@ export function nextEvent<K extends HiveEventName>(
   hive: Hive,
   name: K,
   predicate: (e: HiveEventMap[K]) => boolean = () => true,
-  timeoutMs = 20_000,
+  timeoutMs = 45_000,
 ): Promise<HiveEventMap[K]> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
