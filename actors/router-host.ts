@@ -104,6 +104,13 @@ const machine = routerMachine.provide({
         });
       }
       markDirty(report.moreSenders);
+      if (report.unsettled > 0) {
+        // Files caught mid-write: look again shortly, every sender (cheap, and rare).
+        setTimeout(() => {
+          markDirty();
+          actor.send({ type: 'hive.outbox.changed' });
+        }, 300).unref();
+      }
       return { delivered: report.delivered.length, rejected: report.rejected.length, more: report.more };
     }),
   },

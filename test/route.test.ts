@@ -16,7 +16,8 @@ async function setup(...ids: string[]) {
   const root = tempRoot();
   await ensureHive(root);
   for (const id of ids) await ensureAgent(root, { id });
-  const route = (settings = DEFAULT_ROUTER_SETTINGS) => routeOnce({ root, transport: createFsTransport(root), settings });
+  // settleMs 0: these tests write whole files, so an unreadable one is final at once.
+  const route = (settings = { ...DEFAULT_ROUTER_SETTINGS, settleMs: 0 }) => routeOnce({ root, transport: createFsTransport(root), settings });
   return { root, route };
 }
 
@@ -135,6 +136,21 @@ describe('routing and dead letters', () => {
     const report = await route();
     expect(report.rejected[0]!.reason.code).toBe('E_HOP_CAP');
     expect(listInbox(root, 'b')).toEqual([]);
+  });
+
+  it('an unreadable file that is still fresh waits for its writer; then it is dead-lettered', async () => {
+    const { root } = await setup('a', 'b');
+    const file = path.join(agentPaths(root, 'a').outbox, 'typing.json');
+    fs.writeFileSync(file, '{"from": "a", "to": "b", "act": "inf');
+    const t = createFsTransport(root);
+    const early = await routeOnce({ root, transport: t, settings: { ...DEFAULT_ROUTER_SETTINGS, settleMs: 60_000 } });
+    expect(early).toMatchObject({ unsettled: 1, rejected: [] });
+    fs.writeFileSync(file, JSON.stringify({ from: 'a', to: 'b', act: 'inform', body: 'finished' }));
+    const done = await routeOnce({ root, transport: t, settings: { ...DEFAULT_ROUTER_SETTINGS, settleMs: 60_000 } });
+    expect(done.delivered.map((d) => d.body)).toEqual(['finished']);
+    fs.writeFileSync(path.join(agentPaths(root, 'a').outbox, 'broken.json'), '{ never finished');
+    const late = await routeOnce({ root, transport: t, settings: { ...DEFAULT_ROUTER_SETTINGS, settleMs: 0 } });
+    expect(late.rejected).toHaveLength(1);
   });
 
   it('a message claiming another sender is rejected', async () => {

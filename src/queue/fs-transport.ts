@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
 import type { HiveMessage } from '../protocol/message.ts';
@@ -34,7 +35,14 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     async pending(sender: string, limit?: number): Promise<PendingItem[]> {
       return readOutbox(root, sender, limit).map((f) => {
         if (f.parsed.ok && f.text === encodeMessage(f.parsed.message)) sources.set(f.parsed.message, f.file);
-        return { ref: f.name, message: f.parsed.ok ? f.parsed.message : null, error: f.parsed.ok ? null : f.parsed.error };
+        if (f.parsed.ok) return { ref: f.name, message: f.parsed.message, error: null };
+        let ageMs = Infinity;
+        try {
+          ageMs = Date.now() - fs.statSync(f.file).mtimeMs;
+        } catch {
+          ageMs = Infinity;
+        }
+        return { ref: f.name, message: null, error: f.parsed.error, ageMs };
       });
     },
     async settle(sender: string, refs: string[]) {

@@ -38,4 +38,6 @@ export interface PendingItem {
   message: HiveMessage | null;
   /** Why the item is not a valid message (set when `message` is null). */
   error: HiveError | null;
+  /** For an invalid item: ms since it was last written (a writer may still be at it). */
+  ageMs?: number;
 }

@@ -39,11 +39,16 @@ function deliveryOf(agent: string, seq: number, m: HiveMessage): Delivery {
 export interface RouterSettings {
   /** Messages with more hops than this are dead-lettered (loop stop). */
   hopCap: number;
+  /**
+   * An unreadable file younger than this (ms) is left for a later pass: a person or a
+   * tool writing it in place (`cat > outbox/x.json`) may not be done yet. Default 2000.
+   */
+  settleMs?: number;
   /** At most this many files per outbox per pass (fairness, bounded batches). */
   batchPerSender: number;
 }
 
-export const DEFAULT_ROUTER_SETTINGS: RouterSettings = { hopCap: 12, batchPerSender: 256 };
+export const DEFAULT_ROUTER_SETTINGS: RouterSettings = { hopCap: 12, batchPerSender: 256, settleMs: 2_000 };
 
 export interface AgentDirectory {
   /** Every agent with an inbox. */
@@ -168,6 +173,8 @@ export interface RouteReport {
   /** True when some outbox had more than one batch waiting. */
   more: boolean;
   moreSenders: string[];
+  /** Unreadable files left for a later pass because they were still fresh. */
+  unsettled: number;
 }
 
 export interface RouteContext {
@@ -190,7 +197,7 @@ export interface RouteContext {
 export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
   const { root, transport, settings } = ctx;
   const dir = ctx.directory ?? readDirectory(root);
-  const report: RouteReport = { delivered: [], duplicates: 0, rejected: [], more: false, moreSenders: [] };
+  const report: RouteReport = { delivered: [], duplicates: 0, rejected: [], more: false, moreSenders: [], unsettled: 0 };
   const byRecipient = new Map<string, HiveMessage[]>();
   const routedRefs = new Map<string, string[]>();
   const rejects: { sender: string; item: PendingItem; reason: DeadLetterReason; bounce: boolean }[] = [];
@@ -204,6 +211,10 @@ export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
       report.moreSenders.push(sender);
     }
     for (const item of items) {
+      if (!item.message && (item.ageMs ?? Infinity) < (settings.settleMs ?? 2_000)) {
+        report.unsettled += 1; // still being written, probably: look again soon
+        continue;
+      }
       const d = decide(sender, item, dir, settings);
       if (d.kind === 'reject') {
         rejects.push({ sender, item, reason: d.reason, bounce: d.bounce && sender !== SYSTEM_SENDER });
