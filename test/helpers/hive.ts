@@ -12,6 +12,9 @@ export function fastConfig(overrides: Partial<HiveConfigInput> = {}): HiveConfig
     root: tempRoot(),
     agents: [],
     ...overrides,
+    // The git audit trail spawns git every few seconds in every hive; only tests about it
+    // (which pass their own `audit`) pay for that, so parallel test files stay fast.
+    audit: overrides.audit ?? { enabled: false },
     router: { pollMs: 500, ...(overrides.router ?? {}) },
     supervisor: {
       inboxPollMs: 500,
