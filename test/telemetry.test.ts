@@ -29,10 +29,10 @@ interface S {
 }
 
 /** Resolves when `check()` holds, re-checking every 20 ms (a condition, not a fixed sleep). */
-async function until(check: () => boolean, label: string, timeoutMs = 45_000): Promise<void> {
+async function until(check: () => boolean, label: string | (() => string), timeoutMs = 45_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${label}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${typeof label === 'function' ? label() : label}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -160,7 +160,10 @@ describe('OpenTelemetry tracing across workers', () => {
       const first = await hive.send({ from: 'client', to: 'forwarder', act: 'request', body: 'over http' });
       await waitFor(hive, () => readInbox(hive.root, 'client', 0).entries.length === 1, 'the answer reaches the client');
       await hive.close(); // flushes every worker's provider and the main one
-      await until(() => received.length >= CHAIN_SPANS, 'all spans at the receiver');
+      await until(
+        () => received.length >= CHAIN_SPANS,
+        () => `all spans at the receiver (have ${received.length}: ${received.map((s) => `${s.name}@${String(s.resource['hive.host'])}`).join(', ')})`,
+      );
       expect(received.every((s) => s.resource['service.name'] === 'hive-test')).toBe(true);
       assertChain(received, first.id);
       expect(metricPosts).toBeGreaterThan(0);

@@ -448,7 +448,7 @@ export class Supervisor {
       },
       drain: async (handle) => {
         const grace = this.config.supervisor.stopGraceMs;
-        await Promise.race([handle.call((api) => api.stopAll(grace)), new Promise((r) => setTimeout(r, grace + 500))]).catch(() => undefined);
+        await Promise.race([handle.call((api) => api.stopAll(grace)), new Promise((r) => setTimeout(r, grace + 500 + this.flushBudgetMs()))]).catch(() => undefined);
       },
       onCrashed: (info) => this.onHostCrashed(hostId, info),
       onRestarted: (info) => {
@@ -461,6 +461,14 @@ export class Supervisor {
     });
     this.hosts.set(hostId, child);
     await child.start();
+  }
+
+  /**
+   * Extra time a stopping worker gets to flush its spans when telemetry is on (an OTLP
+   * export is an HTTP request, 10 s timeout by default); terminating earlier loses them.
+   */
+  private flushBudgetMs(): number {
+    return this.observer?.tracer ? 10_000 : 0;
   }
 
   private async startRouter(): Promise<void> {
@@ -484,7 +492,7 @@ export class Supervisor {
         return handle;
       },
       drain: async (handle) => {
-        await Promise.race([handle.call((api) => api.stop()), new Promise((res) => setTimeout(res, 5_000))]).catch(() => undefined);
+        await Promise.race([handle.call((api) => api.stop()), new Promise((res) => setTimeout(res, 5_000 + this.flushBudgetMs()))]).catch(() => undefined);
       },
       onCrashed: (info) => this.onHostCrashed(ROUTER_HOST, info),
       onRestarted: (info) => {

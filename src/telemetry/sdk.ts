@@ -50,7 +50,13 @@ export function startTracing(s: TracingSettings): TracingHandle {
   });
   return {
     tracer: provider.getTracer('hive'),
-    forceFlush: () => provider.forceFlush(),
+    // The processor's flush only exports what is still queued; an export its timer started
+    // a moment earlier may still be in flight (an HTTP request), and a worker terminated
+    // now would lose it. The exporter's own flush waits for those.
+    forceFlush: async () => {
+      await provider.forceFlush();
+      await exporter.forceFlush?.();
+    },
     shutdown: () => provider.shutdown(),
   };
 }
