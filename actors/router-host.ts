@@ -11,6 +11,7 @@ import type { RouterHostApi, RouterLinkMessage, WorkerEvent, WorkerInit } from '
 import type { HiveMessage } from '../src/protocol/message.ts';
 import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
 import { routerMachine } from '../machines/router.ts';
+import { GOD_ID } from '../src/protocol/agent-id.ts';
 import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { createDirectoryCache, routeOnce } from '../src/router/route.ts';
 import { hivePaths } from '../src/layout/paths.ts';
@@ -70,6 +71,7 @@ const machine = routerMachine.provide({
         directory: directory(),
         ...(senders ? { senders } : {}),
         settings: { hopCap: settings.hopCap, batchPerSender: settings.batchPerSender },
+        onInboxCommitted: (agent) => wakeRecipients([agent]),
         onDelivered: (m, agent, _seq, startedAt) => {
           latenciesMs.push(Date.now() - Date.parse(m.created_at));
           if (!tracer) return;
@@ -94,7 +96,8 @@ const machine = routerMachine.provide({
       });
       for (const r of routeSpans.values()) r.span?.end(); // duplicates: already delivered earlier
       if (report.delivered.length > 0) {
-        wakeRecipients([...new Set(report.delivered.map((d) => d.agent))]);
+        // Bounce notices to god are delivered after the pass's own commits: wake god too.
+        if (report.delivered.some((d) => d.agent === GOD_ID)) wakeRecipients([GOD_ID]);
         emit({ type: 'router.delivered', deliveries: report.delivered, latenciesMs });
       }
       if (report.rejected.length > 0) {

@@ -78,6 +78,17 @@ export function fsyncDir(dir: string): void {
   }
 }
 
+/** `fsyncDir` on libuv's thread pool: flushes of different directories overlap. */
+export async function fsyncDirAsync(dir: string): Promise<void> {
+  if (FSYNC_DELAY_MS > 0) await new Promise((r) => setTimeout(r, FSYNC_DELAY_MS));
+  await new Promise<void>((resolve, reject) => {
+    fs.open(dir, 'r', (err, fd) => {
+      if (err) return reject(err);
+      fs.fsync(fd, (syncErr) => fs.close(fd, () => (syncErr ? reject(syncErr) : resolve())));
+    });
+  });
+}
+
 function writeAndSync(file: string, data: string | Uint8Array, durable: boolean): void {
   const fd = fs.openSync(file, 'w', 0o644);
   try {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import lockfile from 'proper-lockfile';
 import { agentPaths, type AgentPaths } from '../layout/paths.ts';
-import { fsyncDir, listDir, syncFd, syncFileAsync, tempNameFor } from '../fs/atomic.ts';
+import { fsyncDirAsync, listDir, syncFd, syncFileAsync, tempNameFor } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { encodeMessage } from './outbox.ts';
@@ -292,7 +292,7 @@ export async function deliver(root: string, agentId: string, messages: HiveMessa
       if (entries.length === 0) return outcomes;
       try {
         await place(p.inbox, entries);
-        fsyncDir(p.inbox);
+        await fsyncDirAsync(p.inbox);
       } catch (err) {
         indexCache.delete(p.inbox);
         for (const e of entries) if (e.temp) fs.rmSync(e.temp, { force: true });

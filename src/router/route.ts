@@ -187,10 +187,24 @@ export interface RouteContext {
   directory?: AgentDirectory;
   /** Observe each message handed to an inbox (telemetry, latency); `startedAt` is when its inbox write began (epoch ms). */
   onDelivered?: (message: HiveMessage, agent: string, seq: number, startedAt: number) => void;
+  /** An inbox got new entries, durably: wake its agent now, before the rest of the pass. */
+  onInboxCommitted?: (agent: string) => void;
   /** Observe each routing decision to deliver (telemetry). */
   onRouted?: (message: HiveMessage, recipients: string[]) => void;
   /** Observe each rejected item (telemetry); the message is null when it could not be read. */
   onRejected?: (message: HiveMessage | null, reason: DeadLetterReason) => void;
+}
+
+/** How many recipient inboxes one pass commits at once. */
+const DELIVERY_CONCURRENCY = 8;
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+async function eachConcurrently<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
 /** Routes everything currently waiting in the given outboxes. */
@@ -233,16 +247,21 @@ export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
     }
   }
 
-  for (const [recipient, messages] of byRecipient) {
+  // One group commit per recipient inbox; different inboxes commit concurrently (their
+  // flushes overlap on the thread pool), a few at a time.
+  await eachConcurrently([...byRecipient], DELIVERY_CONCURRENCY, async ([recipient, messages]) => {
     const startedAt = performance.timeOrigin + performance.now();
     const outcomes = await transport.deliver(recipient, messages);
+    let fresh = 0;
     outcomes.forEach((o, i) => {
       if (o.status === 'delivered') {
+        fresh += 1;
         report.delivered.push(deliveryOf(recipient, o.seq, messages[i]!));
         ctx.onDelivered?.(messages[i]!, recipient, o.seq, startedAt);
       } else report.duplicates += 1;
     });
-  }
+    if (fresh > 0) ctx.onInboxCommitted?.(recipient);
+  });
 
   for (const r of rejects) {
     if (r.bounce && dir.all.has(GOD_ID)) {
