@@ -54,7 +54,7 @@ async function latency(hive: Hive): Promise<{ handledMs: number[]; roundTripMs: 
     });
     writeOutbox(hive.root, [m]);
     t0 = performance.now();
-    hive.supervisor.kickRouter();
+    hive.supervisor.kickRouter(['client']); // as hive.send does: the router looks at this outbox
     handledMs.push((await handled) - t0);
     roundTripMs.push((await replied) - t0);
     await new Promise((r) => setTimeout(r, 2)); // light load: one request in flight

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { tempRoot } from './helpers/temp.ts';
 import { collectLines, startFixture } from './helpers/fixture.ts';
@@ -8,6 +9,9 @@ import { agentPaths } from '../src/layout/paths.ts';
 import { readOutbox } from '../src/queue/outbox.ts';
 import { listInbox } from '../src/queue/inbox.ts';
 import { acquireHiveLock } from '../src/lock/hive-lock.ts';
+import { recoverDeadLock } from '../src/lock/owner.ts';
+import { deliver } from '../src/queue/inbox-deliver.ts';
+import { createMessage } from '../src/protocol/message.ts';
 
 describe('durability under SIGKILL', () => {
   it('a writer killed mid-way through 1,000 messages leaves only whole messages, every acknowledged one present', async () => {
@@ -86,5 +90,42 @@ describe('hive.lock', () => {
     fs.utimesSync(path.join(root, 'hive.lock'), old, old);
     const lock = await acquireHiveLock(root, { stale: 2_000 });
     await lock.release();
+  });
+});
+
+describe('a lock folder whose creator was killed before it wrote its owner record', () => {
+  /** A live process to stand in for a deliverer; SIGKILLed by the test. */
+  function sleeper(): ChildProcess {
+    return spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  }
+
+  it('is taken over at once when the only intent beside it is a dead process (not after the 5 s stale time)', async () => {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'target' });
+    const p = agentPaths(root, 'target');
+    const child = sleeper();
+    // What a deliverer leaves when killed between proper-lockfile's mkdir and its owner record.
+    fs.writeFileSync(`${p.inboxLock}.intent-${child.pid}-0`, '');
+    fs.mkdirSync(p.inboxLock);
+    // While that process lives, the folder is its lock.
+    expect(recoverDeadLock(p.inboxLock, p.inboxLockOwner)).toBe(false);
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    const t0 = Date.now();
+    const [outcome] = await deliver(root, 'target', [createMessage({ from: 'a', to: 'target', act: 'inform', body: 'x' })], { holdMs: 0 });
+    expect(outcome).toMatchObject({ status: 'delivered', seq: 1 });
+    expect(Date.now() - t0).toBeLessThan(1_000);
+    expect(fs.readdirSync(p.inbox).filter((n) => n.includes('.intent-'))).toEqual([]);
+  });
+
+  it('is left alone when no intent explains it (an unknown holder: only the stale time breaks it)', async () => {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'target' });
+    const p = agentPaths(root, 'target');
+    fs.mkdirSync(p.inboxLock);
+    expect(recoverDeadLock(p.inboxLock, p.inboxLockOwner)).toBe(false);
+    expect(fs.existsSync(p.inboxLock)).toBe(true);
   });
 });

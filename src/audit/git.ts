@@ -63,6 +63,7 @@ export const HIVE_GITIGNORE = `# Written by hive: the audit trail commits signif
 *.lock
 *.lock/
 *.lock.json
+*.lock.intent-*
 *.sock
 *.sock.path
 /kickoff.json

@@ -3,7 +3,7 @@ import os from 'node:os';
 import lockfile from 'proper-lockfile';
 import { hivePaths } from '../layout/paths.ts';
 import { HiveError } from '../errors.ts';
-import { isAlive, readOwner, recoverDeadLock, writeOwner, type LockOwner } from './owner.ts';
+import { isAlive, readOwner, recoverDeadLock, withLockIntent, writeOwner, type LockOwner } from './owner.ts';
 
 /**
  * `hive.lock`: one owner per hive root. The lock itself is proper-lockfile's
@@ -42,16 +42,18 @@ export async function acquireHiveLock(root: string, options: HiveLockOptions = {
   fs.mkdirSync(p.root, { recursive: true });
   for (let attempt = 0; ; attempt++) {
     try {
-      const release = await lockfile.lock(p.root, {
-        lockfilePath: p.lock,
-        stale: Math.max(2_000, options.stale ?? 5_000),
-        retries: 0,
-        realpath: false,
-        onCompromised: (err) => {
-          if (options.onCompromised) options.onCompromised(err);
-        },
+      const { release, owner } = await withLockIntent(p.lock, async () => {
+        const r = await lockfile.lock(p.root, {
+          lockfilePath: p.lock,
+          stale: Math.max(2_000, options.stale ?? 5_000),
+          retries: 0,
+          realpath: false,
+          onCompromised: (err) => {
+            if (options.onCompromised) options.onCompromised(err);
+          },
+        });
+        return { release: r, owner: writeOwner(p.lock, p.lockOwner, true) };
       });
-      const owner = writeOwner(p.lock, p.lockOwner, true);
       return {
         owner,
         async release() {

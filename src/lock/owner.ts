@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
 
 /**
@@ -7,6 +9,14 @@ import { readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
  * over at once instead of after proper-lockfile's stale time. The record names the
  * lock folder's inode: a recovering process removes the folder only while it is still
  * the one the dead owner made, so two recovering processes cannot both win.
+ *
+ * The record can only be written after the folder exists, so a process killed between
+ * proper-lockfile's mkdir and the record leaves a folder nobody is named for (seen in
+ * ~1 of 3 supervisor SIGKILLs under traffic: the new router then waited out the 5 s
+ * stale time). Closing that window: before it tries to lock, a process leaves an intent
+ * marker `<lock>.intent-<pid>-<thread>` beside the folder and removes it once its record
+ * is written. A folder with no matching record whose only intents belong to dead
+ * processes was made by one of them.
  */
 export interface LockOwner {
   pid: number;
@@ -49,17 +59,59 @@ export function isDeadOwner(owner: LockOwner | undefined): owner is LockOwner {
   return owner !== undefined && owner.host === os.hostname() && owner.pid !== process.pid && !isAlive(owner.pid);
 }
 
+const INTENT = '.intent-';
+
+/**
+ * Runs `fn` (which creates the lock folder and writes its owner record) with this
+ * process's intent marker beside `lockDir`.
+ */
+export async function withLockIntent<T>(lockDir: string, fn: () => Promise<T>): Promise<T> {
+  const marker = `${lockDir}${INTENT}${process.pid}-${threadId}`;
+  try {
+    fs.writeFileSync(marker, '');
+  } catch {
+    // No marker (read-only folder?): recovery falls back to the stale time.
+  }
+  try {
+    return await fn();
+  } finally {
+    fs.rmSync(marker, { force: true });
+  }
+}
+
+/**
+ * True when the intents beside `lockDir` show that a dead process made it: at least one
+ * intent of another process, all of them dead (their markers are removed).
+ */
+function madeByDeadProcess(lockDir: string): boolean {
+  const dir = path.dirname(lockDir);
+  const prefix = `${path.basename(lockDir)}${INTENT}`;
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir).filter((n) => n.startsWith(prefix));
+  } catch {
+    return false;
+  }
+  // Every marker but this thread's own; another thread of this process counts as alive.
+  const mine = `${prefix}${process.pid}-${threadId}`;
+  const others = names.filter((n) => n !== mine).map((n) => ({ n, pid: Number.parseInt(n.slice(prefix.length), 10) }));
+  if (others.length === 0 || others.some((x) => !Number.isInteger(x.pid) || x.pid <= 0 || isAlive(x.pid))) return false;
+  for (const x of others) fs.rmSync(path.join(dir, x.n), { force: true });
+  return true;
+}
+
 /** Removes a lock folder left by a dead process of this host. True when the lock is gone. */
 export function recoverDeadLock(lockDir: string, ownerFile: string): boolean {
   const owner = readOwner(ownerFile);
-  if (!isDeadOwner(owner)) return false;
   let ino: number;
   try {
     ino = fs.statSync(lockDir).ino;
   } catch {
-    return true;
+    return isDeadOwner(owner);
   }
-  if (ino !== owner.lock_ino) return false;
+  const namedOwnerDead = isDeadOwner(owner) && ino === owner.lock_ino;
+  const namedOwnerHolds = owner !== undefined && ino === owner.lock_ino && !namedOwnerDead;
+  if (!namedOwnerDead && (namedOwnerHolds || !madeByDeadProcess(lockDir))) return false;
   const grave = `${lockDir}.dead-${process.pid}-${Date.now()}`;
   try {
     fs.renameSync(lockDir, grave);

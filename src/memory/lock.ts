@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { HiveError } from '../errors.ts';
-import { recoverDeadLock, writeOwner } from '../lock/owner.ts';
+import { recoverDeadLock, withLockIntent, writeOwner } from '../lock/owner.ts';
 
 /**
  * The lock of one file that several processes append to or replace (memory.md, the
@@ -31,11 +31,13 @@ async function acquire(file: string, options: FileLockOptions): Promise<() => Pr
   const { dir, owner } = lockPaths(file);
   const deadline = Date.now() + (options.waitMs ?? 30_000);
   for (let delay = 1; ; delay = Math.min(delay * 2, 25)) {
-    recoverDeadLock(dir, owner);
     try {
-      const release = await lockfile.lock(file, { lockfilePath: dir, stale: Math.max(2_000, options.stale ?? 10_000), realpath: false, retries: 0 });
-      writeOwner(dir, owner, false);
-      return release;
+      return await withLockIntent(dir, async () => {
+        recoverDeadLock(dir, owner);
+        const release = await lockfile.lock(file, { lockfilePath: dir, stale: Math.max(2_000, options.stale ?? 10_000), realpath: false, retries: 0 });
+        writeOwner(dir, owner, false);
+        return release;
+      });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
       if (Date.now() > deadline) {

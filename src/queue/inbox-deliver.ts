@@ -9,7 +9,7 @@ import type { HiveMessage } from '../protocol/message.ts';
 import { encodeMessage } from './outbox.ts';
 import { readCursor } from './cursor.ts';
 import { DEFAULT_DONE_CAP, inboxFileName, parseInboxName } from './inbox.ts';
-import { recoverDeadLock, writeOwner } from '../lock/owner.ts';
+import { recoverDeadLock, withLockIntent, writeOwner } from '../lock/owner.ts';
 import { MarkerFile } from '../fs/marker.ts';
 
 /**
@@ -157,8 +157,10 @@ class InboxLease {
 
   private async acquire(options: LockOptions): Promise<void> {
     // A lock left by a SIGKILLed deliverer of this host is taken over at once.
-    recoverDeadLock(this.p.inboxLock, this.p.inboxLockOwner);
-    const release = await lockfile.lock(this.p.inbox, {
+    const lockDir = this.p.inboxLock;
+    const release = await withLockIntent(lockDir, async () => {
+      recoverDeadLock(lockDir, this.p.inboxLockOwner);
+      const r = await lockfile.lock(this.p.inbox, {
       lockfilePath: this.p.inboxLock,
       stale: options.stale ?? 5_000,
       realpath: false,
@@ -168,8 +170,10 @@ class InboxLease {
         this.release = null;
         indexCache.delete(this.p.inbox);
       },
+      });
+      writeOwner(lockDir, this.p.inboxLockOwner, false);
+      return r;
     });
-    writeOwner(this.p.inboxLock, this.p.inboxLockOwner, false);
     this.release = release;
   }
 
