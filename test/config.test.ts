@@ -2,20 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/schema.ts';
+import { configProblem } from './helpers/config.ts';
 import { loadConfig } from '../src/config/load.ts';
 import { tempDir } from './helpers/temp.ts';
 
 const ok = { root: './hive', agents: [{ id: 'a', brain: { kind: 'echo' } }] };
 
-function problem(input: unknown): string {
-  try {
-    parseConfig(input, '/base');
-  } catch (err) {
-    expect((err as { code: string }).code).toBe('E_BAD_CONFIG');
-    return (err as Error).message;
-  }
-  throw new Error('config was accepted');
-}
 
 describe('hive config validation', () => {
   it('accepts a minimal config, fills defaults and resolves paths against the config folder', () => {
@@ -27,64 +19,64 @@ describe('hive config validation', () => {
   });
 
   it('root: required', () => {
-    expect(problem({ agents: [] })).toContain('Expected `root` to be a string, got nothing');
+    expect(configProblem({ agents: [] })).toContain('Expected `root` to be a string, got nothing');
   });
 
   it('agents[i].id: must be a valid agent id', () => {
-    expect(problem({ ...ok, agents: [ok.agents[0], { id: 'Bad/Id', brain: { kind: 'echo' } }] })).toContain('`agents[1].id`');
+    expect(configProblem({ ...ok, agents: [ok.agents[0], { id: 'Bad/Id', brain: { kind: 'echo' } }] })).toContain('`agents[1].id`');
   });
 
   it('agents[i].id: must not be reserved', () => {
-    expect(problem({ ...ok, agents: [{ id: 'god', brain: { kind: 'echo' } }] })).toMatch(/`agents\[0\]\.id`.*not reserved/);
+    expect(configProblem({ ...ok, agents: [{ id: 'god', brain: { kind: 'echo' } }] })).toMatch(/`agents\[0\]\.id`.*not reserved/);
   });
 
   it('agents[i].id: must be unique', () => {
-    expect(problem({ ...ok, agents: [ok.agents[0], ok.agents[0]] })).toMatch(/`agents\[1\]\.id` to be a unique id \(agents\[0\] is also "a"\)/);
+    expect(configProblem({ ...ok, agents: [ok.agents[0], ok.agents[0]] })).toMatch(/`agents\[1\]\.id` to be a unique id \(agents\[0\] is also "a"\)/);
   });
 
   it('agents[i].brain.kind: must be a known provider', () => {
-    expect(problem({ ...ok, agents: [{ id: 'a', brain: { kind: 'telepathy' } }] })).toContain('`agents[0].brain.kind`');
+    expect(configProblem({ ...ok, agents: [{ id: 'a', brain: { kind: 'telepathy' } }] })).toContain('`agents[0].brain.kind`');
   });
 
   it('agents[i].brain.module: required for module brains', () => {
-    expect(problem({ ...ok, agents: [ok.agents[0], ok.agents[0], { id: 'c', brain: { kind: 'module' } }] })).toContain(
+    expect(configProblem({ ...ok, agents: [ok.agents[0], ok.agents[0], { id: 'c', brain: { kind: 'module' } }] })).toContain(
       'Expected `agents[2].brain.module` to be a string, got nothing',
     );
   });
 
   it('agents[i].brain.command: required for command brains', () => {
-    expect(problem({ ...ok, agents: [{ id: 'a', brain: { kind: 'command' } }] })).toContain('`agents[0].brain.command`');
+    expect(configProblem({ ...ok, agents: [{ id: 'a', brain: { kind: 'command' } }] })).toContain('`agents[0].brain.command`');
   });
 
   it('agents[i].brain.baseURL: a URL for openai brains', () => {
-    expect(problem({ ...ok, agents: [{ id: 'a', brain: { kind: 'openai', baseURL: 'not a url', model: 'm' } }] })).toContain(
+    expect(configProblem({ ...ok, agents: [{ id: 'a', brain: { kind: 'openai', baseURL: 'not a url', model: 'm' } }] })).toContain(
       'Expected `agents[0].brain.baseURL` to be a URL',
     );
   });
 
   it('router.pollMs: a positive integer', () => {
-    expect(problem({ ...ok, router: { pollMs: -5 } })).toContain('Expected `router.pollMs` to be a positive number, got -5 (number)');
+    expect(configProblem({ ...ok, router: { pollMs: -5 } })).toContain('Expected `router.pollMs` to be a positive number, got -5 (number)');
   });
 
   it('router.hopCap: a positive integer', () => {
-    expect(problem({ ...ok, router: { hopCap: 'many' } })).toContain('Expected `router.hopCap` to be a number, got "many" (string)');
+    expect(configProblem({ ...ok, router: { hopCap: 'many' } })).toContain('Expected `router.hopCap` to be a number, got "many" (string)');
   });
 
   it('supervisor.restart.maxRestarts and withinMs: positive integers', () => {
-    expect(problem({ ...ok, supervisor: { restart: { maxRestarts: 0 } } })).toContain('`supervisor.restart.maxRestarts`');
-    expect(problem({ ...ok, supervisor: { restart: { withinMs: 1.5 } } })).toContain('`supervisor.restart.withinMs`');
+    expect(configProblem({ ...ok, supervisor: { restart: { maxRestarts: 0 } } })).toContain('`supervisor.restart.maxRestarts`');
+    expect(configProblem({ ...ok, supervisor: { restart: { withinMs: 1.5 } } })).toContain('`supervisor.restart.withinMs`');
   });
 
   it('supervisor.restart.backoff.jitter: between 0 and 1', () => {
-    expect(problem({ ...ok, supervisor: { restart: { backoff: { jitter: 2 } } } })).toContain('Expected `supervisor.restart.backoff.jitter` to be at most 1');
+    expect(configProblem({ ...ok, supervisor: { restart: { backoff: { jitter: 2 } } } })).toContain('Expected `supervisor.restart.backoff.jitter` to be at most 1');
   });
 
   it('unknown keys are rejected by name', () => {
-    expect(problem({ ...ok, routr: {} })).toContain('no unknown keys (found "routr")');
+    expect(configProblem({ ...ok, routr: {} })).toContain('no unknown keys (found "routr")');
   });
 
   it('kickoff[i].act: a speech act', () => {
-    expect(problem({ ...ok, kickoff: [{ from: 'god', to: 'a', act: 'yell', body: 'x' }] })).toContain('`kickoff[0].act`');
+    expect(configProblem({ ...ok, kickoff: [{ from: 'god', to: 'a', act: 'yell', body: 'x' }] })).toContain('`kickoff[0].act`');
   });
 
   it('loadConfig reads a TypeScript config file and names it in errors', async () => {

@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/schema.ts';
+import { configProblem } from './helpers/config.ts';
 
 const ok = { root: './hive', agents: [] };
 
-function problem(input: unknown): string {
-  try {
-    parseConfig(input, '/base');
-  } catch (err) {
-    expect((err as { code: string }).code).toBe('E_BAD_CONFIG');
-    return (err as Error).message;
-  }
-  throw new Error('config was accepted');
-}
 
 describe('observability config', () => {
   it('defaults: no telemetry, log rotation at 10 MiB keeping 5, audit every 3 s, inspector on a random port', () => {
@@ -28,20 +20,20 @@ describe('observability config', () => {
   });
 
   it('telemetry.otlpEndpoint: must be a URL', () => {
-    expect(problem({ ...ok, telemetry: { otlpEndpoint: 'localhost 4318' } })).toContain('Expected `telemetry.otlpEndpoint` to be a URL such as http://127.0.0.1:8080/v1, got "localhost 4318" (string)');
+    expect(configProblem({ ...ok, telemetry: { otlpEndpoint: 'localhost 4318' } })).toContain('Expected `telemetry.otlpEndpoint` to be a URL such as http://127.0.0.1:8080/v1, got "localhost 4318" (string)');
   });
 
   it('telemetry: unknown keys are refused', () => {
-    expect(problem({ ...ok, telemetry: { otlpEndpoint: 'http://x:1', endpoint: 'y' } })).toContain('`telemetry` to be no unknown keys (found "endpoint")');
+    expect(configProblem({ ...ok, telemetry: { otlpEndpoint: 'http://x:1', endpoint: 'y' } })).toContain('`telemetry` to be no unknown keys (found "endpoint")');
   });
 
   it('log.maxBytes and log.keep: positive integers', () => {
-    expect(problem({ ...ok, log: { maxBytes: 0 } })).toContain('Expected `log.maxBytes` to be a positive number, got 0 (number)');
-    expect(problem({ ...ok, log: { keep: 1.5 } })).toContain('`log.keep`');
+    expect(configProblem({ ...ok, log: { maxBytes: 0 } })).toContain('Expected `log.maxBytes` to be a positive number, got 0 (number)');
+    expect(configProblem({ ...ok, log: { keep: 1.5 } })).toContain('`log.keep`');
   });
 
   it('audit.intervalMs: a positive integer; inspector.port: 0..65535', () => {
-    expect(problem({ ...ok, audit: { intervalMs: -5 } })).toContain('Expected `audit.intervalMs` to be a positive number, got -5 (number)');
-    expect(problem({ ...ok, inspector: { port: 70_000 } })).toContain('Expected `inspector.port` to be at most 65535, got 70000 (number)');
+    expect(configProblem({ ...ok, audit: { intervalMs: -5 } })).toContain('Expected `audit.intervalMs` to be a positive number, got -5 (number)');
+    expect(configProblem({ ...ok, inspector: { port: 70_000 } })).toContain('Expected `inspector.port` to be at most 65535, got 70000 (number)');
   });
 });

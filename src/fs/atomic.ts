@@ -29,12 +29,23 @@ const sleeper = FSYNC_DELAY_MS > 0 ? new Int32Array(new SharedArrayBuffer(4)) : 
  * disk serves concurrent flushes faster than the same flushes one after another.
  */
 export async function syncFileAsync(file: string): Promise<void> {
+  await syncPathAsync(file, true);
+}
+
+/** `fsyncDir` on libuv's thread pool: flushes of different directories overlap. */
+export async function fsyncDirAsync(dir: string): Promise<void> {
+  await syncPathAsync(dir, false);
+}
+
+async function syncPathAsync(target: string, dataOnly: boolean): Promise<void> {
   if (FSYNC_DELAY_MS > 0) await new Promise((r) => setTimeout(r, FSYNC_DELAY_MS));
   // Callbacks, not fs.promises: a FileHandle per message cost the router ~10% of its CPU.
   await new Promise<void>((resolve, reject) => {
-    fs.open(file, 'r', (err, fd) => {
+    fs.open(target, 'r', (err, fd) => {
       if (err) return reject(err);
-      fs.fdatasync(fd, (syncErr) => fs.close(fd, () => (syncErr ? reject(syncErr) : resolve())));
+      const done = (syncErr: NodeJS.ErrnoException | null) => fs.close(fd, () => (syncErr ? reject(syncErr) : resolve()));
+      if (dataOnly) fs.fdatasync(fd, done);
+      else fs.fsync(fd, done);
     });
   });
 }
@@ -76,17 +87,6 @@ export function fsyncDir(dir: string): void {
   } finally {
     fs.closeSync(fd);
   }
-}
-
-/** `fsyncDir` on libuv's thread pool: flushes of different directories overlap. */
-export async function fsyncDirAsync(dir: string): Promise<void> {
-  if (FSYNC_DELAY_MS > 0) await new Promise((r) => setTimeout(r, FSYNC_DELAY_MS));
-  await new Promise<void>((resolve, reject) => {
-    fs.open(dir, 'r', (err, fd) => {
-      if (err) return reject(err);
-      fs.fsync(fd, (syncErr) => fs.close(fd, () => (syncErr ? reject(syncErr) : resolve())));
-    });
-  });
 }
 
 function writeAndSync(file: string, data: string | Uint8Array, durable: boolean): void {

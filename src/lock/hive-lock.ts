@@ -3,7 +3,7 @@ import os from 'node:os';
 import lockfile from 'proper-lockfile';
 import { hivePaths } from '../layout/paths.ts';
 import { HiveError } from '../errors.ts';
-import { isAlive, readOwner, recoverDeadLock, withLockIntent, writeOwner, type LockOwner } from './owner.ts';
+import { isAlive, lockWithOwner, readOwner, recoverDeadLock, type LockOwner } from './owner.ts';
 
 /**
  * `hive.lock`: one owner per hive root. The lock itself is proper-lockfile's
@@ -42,18 +42,21 @@ export async function acquireHiveLock(root: string, options: HiveLockOptions = {
   fs.mkdirSync(p.root, { recursive: true });
   for (let attempt = 0; ; attempt++) {
     try {
-      const { release, owner } = await withLockIntent(p.lock, async () => {
-        const r = await lockfile.lock(p.root, {
-          lockfilePath: p.lock,
-          stale: Math.max(2_000, options.stale ?? 5_000),
-          retries: 0,
-          realpath: false,
-          onCompromised: (err) => {
-            if (options.onCompromised) options.onCompromised(err);
-          },
-        });
-        return { release: r, owner: writeOwner(p.lock, p.lockOwner, true) };
-      });
+      const { release, owner } = await lockWithOwner(
+        p.lock,
+        p.lockOwner,
+        () =>
+          lockfile.lock(p.root, {
+            lockfilePath: p.lock,
+            stale: Math.max(2_000, options.stale ?? 5_000),
+            retries: 0,
+            realpath: false,
+            onCompromised: (err) => {
+              if (options.onCompromised) options.onCompromised(err);
+            },
+          }),
+        { durable: true },
+      );
       return {
         owner,
         async release() {

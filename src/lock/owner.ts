@@ -62,10 +62,12 @@ export function isDeadOwner(owner: LockOwner | undefined): owner is LockOwner {
 const INTENT = '.intent-';
 
 /**
- * Runs `fn` (which creates the lock folder and writes its owner record) with this
- * process's intent marker beside `lockDir`.
+ * Takes a mkdir lock and names this process as its owner: leaves the intent marker,
+ * takes over a folder a dead process left, runs `lock` (proper-lockfile with the
+ * caller's options), writes the owner record, removes the marker. Every lock with an
+ * owner record goes through here, so the record and its marker cannot drift apart.
  */
-export async function withLockIntent<T>(lockDir: string, fn: () => Promise<T>): Promise<T> {
+export async function lockWithOwner<R>(lockDir: string, ownerFile: string, lock: () => Promise<R>, options: { durable?: boolean } = {}): Promise<{ release: R; owner: LockOwner }> {
   const marker = `${lockDir}${INTENT}${process.pid}-${threadId}`;
   try {
     fs.writeFileSync(marker, '');
@@ -73,7 +75,9 @@ export async function withLockIntent<T>(lockDir: string, fn: () => Promise<T>): 
     // No marker (read-only folder?): recovery falls back to the stale time.
   }
   try {
-    return await fn();
+    recoverDeadLock(lockDir, ownerFile);
+    const release = await lock();
+    return { release, owner: writeOwner(lockDir, ownerFile, options.durable ?? false) };
   } finally {
     fs.rmSync(marker, { force: true });
   }

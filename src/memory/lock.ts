@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { HiveError } from '../errors.ts';
-import { recoverDeadLock, withLockIntent, writeOwner } from '../lock/owner.ts';
+import { lockWithOwner } from '../lock/owner.ts';
 
 /**
  * The lock of one file that several processes append to or replace (memory.md, the
@@ -32,12 +32,10 @@ async function acquire(file: string, options: FileLockOptions): Promise<() => Pr
   const deadline = Date.now() + (options.waitMs ?? 30_000);
   for (let delay = 1; ; delay = Math.min(delay * 2, 25)) {
     try {
-      return await withLockIntent(dir, async () => {
-        recoverDeadLock(dir, owner);
-        const release = await lockfile.lock(file, { lockfilePath: dir, stale: Math.max(2_000, options.stale ?? 10_000), realpath: false, retries: 0 });
-        writeOwner(dir, owner, false);
-        return release;
-      });
+      const { release } = await lockWithOwner(dir, owner, () =>
+        lockfile.lock(file, { lockfilePath: dir, stale: Math.max(2_000, options.stale ?? 10_000), realpath: false, retries: 0 }),
+      );
+      return release;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
       if (Date.now() > deadline) {

@@ -9,7 +9,7 @@ import type { HiveMessage } from '../protocol/message.ts';
 import { encodeMessage } from './outbox.ts';
 import { readCursor } from './cursor.ts';
 import { DEFAULT_DONE_CAP, inboxFileName, parseInboxName } from './inbox.ts';
-import { recoverDeadLock, withLockIntent, writeOwner } from '../lock/owner.ts';
+import { lockWithOwner } from '../lock/owner.ts';
 import { MarkerFile } from '../fs/marker.ts';
 
 /**
@@ -157,23 +157,19 @@ class InboxLease {
 
   private async acquire(options: LockOptions): Promise<void> {
     // A lock left by a SIGKILLed deliverer of this host is taken over at once.
-    const lockDir = this.p.inboxLock;
-    const release = await withLockIntent(lockDir, async () => {
-      recoverDeadLock(lockDir, this.p.inboxLockOwner);
-      const r = await lockfile.lock(this.p.inbox, {
-      lockfilePath: this.p.inboxLock,
-      stale: options.stale ?? 5_000,
-      realpath: false,
-      retries: { retries: 2_000, factor: 1.2, minTimeout: 1, maxTimeout: 25 },
-      onCompromised: () => {
-        // Someone broke our lock (we stalled past `stale`): forget it and what we cached.
-        this.release = null;
-        indexCache.delete(this.p.inbox);
-      },
-      });
-      writeOwner(lockDir, this.p.inboxLockOwner, false);
-      return r;
-    });
+    const { release } = await lockWithOwner(this.p.inboxLock, this.p.inboxLockOwner, () =>
+      lockfile.lock(this.p.inbox, {
+        lockfilePath: this.p.inboxLock,
+        stale: options.stale ?? 5_000,
+        realpath: false,
+        retries: { retries: 2_000, factor: 1.2, minTimeout: 1, maxTimeout: 25 },
+        onCompromised: () => {
+          // Someone broke our lock (we stalled past `stale`): forget it and what we cached.
+          this.release = null;
+          indexCache.delete(this.p.inbox);
+        },
+      }),
+    );
     this.release = release;
   }
 
