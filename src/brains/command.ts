@@ -65,7 +65,7 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
     const viaArgs = spec.input === 'args';
     const started = performance.now();
     try {
-      const result = await execa(spec.command, fillArgs(spec.args ?? [], { ...vars, prompt }, viaArgs), {
+      const child = execa(spec.command, fillArgs(spec.args ?? [], { ...vars, prompt }, viaArgs), {
         input: viaArgs ? '' : prompt,
         cwd: spec.cwd ?? env.agentDir,
         env: childEnv,
@@ -76,9 +76,10 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
         stripFinalNewline: true,
         maxBuffer: 10 * 1024 * 1024,
       });
+      const result = await child;
       const ms = performance.now() - started;
       const stderr = String(result.stderr ?? '').slice(-STDERR_KEEP);
-      if (result.timedOut) throw new HiveError('E_TIMEOUT', `${name} did not finish within ${spec.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms and was killed`, { details: { stderr } });
+      if (result.timedOut) throw new HiveError('E_TIMEOUT', `${name} did not finish within ${spec.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms and was killed`, { details: { stderr, pid: child.pid ?? null } });
       if (result.isCanceled) throw new HiveError('E_STOPPED', `${name} was stopped`, { details: { stderr } });
       if (result.failed && result.exitCode === undefined) {
         throw new HiveError('E_BRAIN', `Cannot run ${name}: ${result.shortMessage ?? result.message}`, { details: { stderr } });
