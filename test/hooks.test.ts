@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import net from 'node:net';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fastConfig, startHive } from './helpers/hive.ts';
-import { runHive } from './helpers/fixture.ts';
+import { REPO, runHive } from './helpers/fixture.ts';
 import { tempDir } from './helpers/temp.ts';
 import { requestJsonLine } from '../src/net/json-line.ts';
 import { resolveSocketPath } from '../src/net/socket-path.ts';
@@ -79,6 +80,25 @@ describe('hooks socket', () => {
     expect(await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: 'ext' }, 5_000)).toEqual({ ok: true });
   });
 
+  it('an ack is refused for an agent run by its own actor and for a seq beyond the inbox; nothing moves', async () => {
+    const { hive, sock } = await hooksHive();
+    await hive.stop('echo'); // keep its inbox unread while we try to ack it from outside
+    const msgs = [1, 2, 3].map((i) => createMessage({ from: 'ext', to: 'echo', act: 'inform', body: `note ${i}` }));
+    await deliver(hive.root, 'echo', msgs);
+    const forged = await requestJsonLine(sock, { hook_event_name: 'Notification', agent_id: 'echo', ack: 'echo:3' }, 5_000);
+    expect(forged).toMatchObject({ ok: false, error: { code: 'E_HOOK', message: expect.stringContaining('run by its own actor') } });
+    expect(committedCursor(hive.root, 'echo')).toBe(0);
+    expect(fs.readdirSync(path.join(hive.root, 'agents', 'echo', 'inbox')).filter((n) => /^\d+-.*\.json$/.test(n))).toHaveLength(3);
+
+    await deliver(hive.root, 'ext', [createMessage({ from: 'echo', to: 'ext', act: 'inform', body: 'one' })]);
+    const beyond = await requestJsonLine(sock, { hook_event_name: 'Ack', agent_id: 'ext', ack: 'ext:99' }, 5_000);
+    expect(beyond).toMatchObject({ ok: false, error: { message: expect.stringContaining('inbox of "ext" ends at seq 1') } });
+    const other = await requestJsonLine(sock, { hook_event_name: 'Ack', agent_id: 'ext', ack: 'echo:1' }, 5_000);
+    expect(other).toMatchObject({ ok: false, error: { message: expect.stringContaining('belongs to agent "echo"') } });
+    expect(committedCursor(hive.root, 'ext')).toBe(0);
+    expect(fs.readFileSync(path.join(hive.root, 'log.jsonl'), 'utf8')).toContain('"type":"hook.rejected"');
+  });
+
   it('an unknown agent, malformed JSON and an oversized line get an error answer; the server keeps serving', async () => {
     const { sock } = await hooksHive();
     expect(await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: 'nobody' }, 5_000)).toMatchObject({ ok: false, error: { code: 'E_UNKNOWN_AGENT' } });
@@ -113,5 +133,20 @@ describe('hooks socket', () => {
     } finally {
       server.close();
     }
+  }, 90_000);
+
+  it('hive hook forwards an event whose writer keeps stdin open, and exits without waiting for it', async () => {
+    const { sock } = await hooksHive();
+    const shim = spawn(process.execPath, [path.join(REPO, 'scripts', 'hive.mjs'), 'hook', '--event', 'PreToolUse'], { env: { ...process.env, HIVE_SOCK: sock, AGENT_ID: 'ext' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    shim.stdout.on('data', (d) => (out += String(d)));
+    const t0 = Date.now();
+    shim.stdin.write(`${JSON.stringify({ tool_name: 'Bash', tool_input: { command: 'rm -rf x' } })}\n`); // and never closed
+    const code = await new Promise<number | null>((resolve) => shim.once('exit', resolve));
+    const ms = Date.now() - t0;
+    shim.stdin.destroy();
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toMatchObject({ decision: 'deny' });
+    expect(ms).toBeLessThan(5_000 + 1_500); // as above: the budget plus process start on a loaded machine
   }, 90_000);
 });

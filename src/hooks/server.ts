@@ -5,7 +5,8 @@ import { appendEvent } from '../log/event-log.ts';
 import { HiveError } from '../errors.ts';
 import { listenJsonLine, type JsonLineServer } from '../net/json-line.ts';
 import { publishSocketPath, socketPathFor } from '../net/socket-path.ts';
-import { readInbox, moveToDone } from '../queue/inbox.ts';
+import { readInbox, moveToDone, parseInboxName } from '../queue/inbox.ts';
+import { listDir } from '../fs/atomic.ts';
 import { committedCursor } from '../queue/committed-cursor.ts';
 import { commitCursor } from '../queue/cursor.ts';
 import { describeInput } from '../brains/prompt.ts';
@@ -78,12 +79,33 @@ function journal(root: string, e: HookEvent, answer: unknown): void {
   appendEvent(root, { type: `hook.${e.hook_event_name}`, agent: e.agent_id, session: e.session_id ?? null, tool: e.tool_name ?? null });
 }
 
-/** Moves a passive agent's cursor to the seq an ack token names. */
-function acknowledge(root: string, agentId: string, token: string, options: HooksOptions): number | null {
+/** The highest seq waiting in an agent's inbox folder (0 when it is empty). */
+function lastInboxSeq(root: string, agentId: string): number {
+  let last = 0;
+  for (const name of listDir(agentPaths(root, agentId).inbox)) {
+    const parsed = parseInboxName(name);
+    if (parsed && parsed.seq > last) last = parsed.seq;
+  }
+  return last;
+}
+
+/**
+ * Moves a passive agent's cursor to the seq an ack token names. Refused (an error answer,
+ * nothing moved) for an agent run by its own actor — its cursor moves with its committed
+ * turns, and moving it from outside would skip messages it never handled — and for a seq
+ * beyond what is in the inbox.
+ */
+function acknowledge(root: string, agentId: string, token: string, options: HooksOptions): number {
   const m = /^([a-z0-9][a-z0-9._-]{0,63}):(\d+)$/.exec(token);
-  if (!m || m[1] !== agentId) return null;
+  if (!m) fail('E_HOOK', `Expected ack to look like "<agent>:<seq>" (as a Stop answer gives it), got ${JSON.stringify(token)}`);
+  if (m[1] !== agentId) fail('E_HOOK', `The ack ${JSON.stringify(token)} belongs to agent "${m[1]}", not to "${agentId}" who sent it`);
+  if (!options.isPassive(agentId)) {
+    fail('E_HOOK', `Agent "${agentId}" is run by its own actor: its cursor moves with its turns, not with hook acks (ack ${JSON.stringify(token)} ignored)`);
+  }
   const seq = Number(m[2]);
   if (seq <= committedCursor(root, agentId)) return seq;
+  const last = lastInboxSeq(root, agentId);
+  if (seq > last) fail('E_HOOK', `The ack ${JSON.stringify(token)} names seq ${seq}, but the inbox of "${agentId}" ends at seq ${last}`);
   commitCursor(root, agentId, seq);
   moveToDone(root, agentId, seq);
   options.onAck?.(agentId, seq);
@@ -140,7 +162,13 @@ export async function startHooksServer(root: string, options: HooksOptions): Pro
         appendEvent(root, { type: 'hook.rejected', error: (err as Error).message });
         throw err;
       }
-      const answer = answerFor(root, e, options, pendingAck);
+      let answer: Record<string, unknown>;
+      try {
+        answer = answerFor(root, e, options, pendingAck);
+      } catch (err) {
+        appendEvent(root, { type: 'hook.rejected', agent: e.agent_id, event: e.hook_event_name, error: (err as Error).message });
+        throw err;
+      }
       journal(root, e, answer);
       return answer;
     },

@@ -1,12 +1,47 @@
 import { requestJsonLine } from '../../net/json-line.ts';
 import { resolveSocketPath } from '../../net/socket-path.ts';
 import { HOOKS_SOCKET } from '../../hooks/socket-name.ts';
-import { readAll } from '../io.ts';
 import { str, type Command } from '../args.ts';
 import path from 'node:path';
 
 /** Connect to answer; with process start (~0.5 s) the whole call stays under 5 s. */
 const BUDGET_MS = 4_000;
+
+/** How long to wait for the event on stdin. */
+const STDIN_MS = 1_000;
+
+/**
+ * Reads the event from stdin: done at end of input, or as soon as what arrived parses as
+ * JSON (a CLI may keep its end of the pipe open), or at the deadline with what is there.
+ * Then stdin is let go, so an open pipe cannot keep this process alive.
+ */
+function readEvent(stdin: NodeJS.ReadableStream, deadlineMs: number): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    let timer: NodeJS.Timeout | null = null;
+    const finish = () => {
+      if (timer) clearTimeout(timer);
+      stdin.removeListener('data', onData);
+      stdin.removeListener('end', finish);
+      stdin.removeListener('error', finish);
+      (stdin as { destroy?: () => void }).destroy?.();
+      resolve(text);
+    };
+    const onData = (chunk: Buffer | string) => {
+      text += String(chunk);
+      try {
+        JSON.parse(text);
+        finish();
+      } catch {
+        // not complete yet
+      }
+    };
+    timer = setTimeout(finish, deadlineMs);
+    stdin.on('data', onData);
+    stdin.once('end', finish);
+    stdin.once('error', finish);
+  });
+}
 
 export const hookCommand: Command = {
   name: 'hook',
@@ -16,7 +51,7 @@ export const hookCommand: Command = {
   async run(args, io) {
     const started = Date.now();
     let event: Record<string, unknown> = {};
-    const text = (await Promise.race([readAll(io.stdin), new Promise<string>((r) => setTimeout(() => r(''), 1_000).unref())])).trim();
+    const text = (await readEvent(io.stdin, STDIN_MS)).trim();
     if (text) {
       try {
         const parsed = JSON.parse(text);
