@@ -1,9 +1,9 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Delivery } from '../../actors/protocol.ts';
 import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { hivePaths } from '../layout/paths.ts';
 import { appendEvent } from '../log/event-log.ts';
+import { appendLines } from '../fs/append-lines.ts';
 
 /**
  * `questions.jsonl`: the ledger of questions put to the people (`god`) and their
@@ -29,7 +29,7 @@ export function isAnswer(d: Pick<Delivery, 'from' | 'in_reply_to'>): boolean {
 
 function append(root: string, line: Record<string, unknown>): void {
   try {
-    fs.appendFileSync(questionsFile(root), `${JSON.stringify(line)}\n`);
+    appendLines(questionsFile(root), `${JSON.stringify(line)}\n`);
   } catch {
     // best-effort, like the event log
   }

@@ -12,6 +12,7 @@ import { commitCursor } from '../queue/cursor.ts';
 import { describeInput } from '../brains/prompt.ts';
 import { currentSession } from '../session/session.ts';
 import { sessionPaths } from '../session/paths.ts';
+import { JsonlJournal } from '../session/journal.ts';
 import { evaluateToolPolicy, type DenyRule } from './policy.ts';
 import { HOOKS_SOCKET } from './socket-name.ts';
 
@@ -36,6 +37,8 @@ export const HOOK_EVENTS = ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'P
 export interface HooksOptions {
   maxLineBytes: number;
   deny: DenyRule[];
+  /** The transcript line cap (sessions.transcriptLines): hook events count against it. */
+  transcriptLines: number;
   /** Agents whose inbox is drained through Stop (no actor of their own). */
   isPassive(agentId: string): boolean;
   /** Called after a passive agent's cursor moved (status refresh). */
@@ -68,11 +71,17 @@ function validate(root: string, raw: unknown): HookEvent {
   return e as HookEvent;
 }
 
-function journal(root: string, e: HookEvent, answer: unknown): void {
+/** Hook events join the agent's transcript through a capped journal (the cap holds for them too). */
+function journal(root: string, e: HookEvent, answer: unknown, journals: Map<string, JsonlJournal<unknown>>, cap: number): void {
   try {
-    const key = currentSession(root, e.agent_id).key;
-    const line = { at: new Date().toISOString(), kind: 'hook', event: e, answer };
-    fs.appendFileSync(sessionPaths(root, e.agent_id, key).transcript, `${JSON.stringify(line)}\n`);
+    const file = sessionPaths(root, e.agent_id, currentSession(root, e.agent_id).key).transcript;
+    let j = journals.get(file);
+    if (!j) {
+      if (journals.size >= 256) journals.clear();
+      j = new JsonlJournal(file, cap);
+      journals.set(file, j);
+    }
+    j.append([{ at: new Date().toISOString(), kind: 'hook', event: e, answer }]);
   } catch {
     // the log line below still records it
   }
@@ -151,6 +160,7 @@ function answerFor(root: string, e: HookEvent, options: HooksOptions, pendingAck
 export async function startHooksServer(root: string, options: HooksOptions): Promise<JsonLineServer> {
   const socketPath = socketPathFor(root, HOOKS_SOCKET);
   const pendingAck = new Map<string, string>();
+  const journals = new Map<string, JsonlJournal<unknown>>();
   const server = await listenJsonLine(socketPath, {
     maxBytes: options.maxLineBytes,
     onBadLine: (error) => appendEvent(root, { type: 'hook.rejected', error }),
@@ -169,7 +179,7 @@ export async function startHooksServer(root: string, options: HooksOptions): Pro
         appendEvent(root, { type: 'hook.rejected', agent: e.agent_id, event: e.hook_event_name, error: (err as Error).message });
         throw err;
       }
-      journal(root, e, answer);
+      journal(root, e, answer, journals, options.transcriptLines);
       return answer;
     },
   });

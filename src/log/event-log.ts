@@ -1,4 +1,4 @@
-import fs from 'node:fs';
+import { appendLines } from '../fs/append-lines.ts';
 import { hivePaths } from '../layout/paths.ts';
 
 /** One line of `log.jsonl`. `type` is a dotted name such as `message.routed`. */
@@ -22,7 +22,7 @@ export interface LoggedEvent extends HiveEvent {
 export function appendEvent(root: string, event: HiveEvent, now: Date = new Date()): void {
   const line: LoggedEvent = { at: now.toISOString(), pid: process.pid, ...event };
   try {
-    fs.appendFileSync(hivePaths(root).log, `${JSON.stringify(line)}\n`);
+    appendLines(hivePaths(root).log, `${JSON.stringify(line)}\n`);
   } catch {
     // The hive root may be gone (tests tearing down); logging is best-effort.
   }
@@ -34,7 +34,7 @@ export function appendEvents(root: string, events: HiveEvent[], now: Date = new 
   const at = now.toISOString();
   const text = events.map((e) => `${JSON.stringify({ at, pid: process.pid, ...e } satisfies LoggedEvent)}\n`).join('');
   try {
-    fs.appendFileSync(hivePaths(root).log, text);
+    appendLines(hivePaths(root).log, text);
   } catch {
     // best-effort, as appendEvent
   }

@@ -1,13 +1,23 @@
 import fs from 'node:fs';
-import { writeFileAtomic } from '../fs/atomic.ts';
+import { tempNameFor } from '../fs/atomic.ts';
+import { appendLines } from '../fs/append-lines.ts';
 
 /**
- * An append-only JSON-lines journal with a line cap enforced on write: past
- * `cap * 1.1` lines it is rewritten atomically with the newest `cap`. A torn last line
- * (a crash in the middle of an append) is skipped when read.
+ * An append-only JSON-lines journal whose line cap is enforced on write: it never holds
+ * more than `cap` lines. An append that would pass the cap first rewrites the file
+ * (atomically) with its newest lines, leaving room for a tenth of the cap, so the rewrite
+ * happens once per `cap / 10` appends rather than on every one.
+ *
+ * A torn last line (a crash in the middle of an append) is skipped when read, and the
+ * next append starts on a fresh line. Another writer may append to the same file (the
+ * hooks socket writes hook events into an agent's transcript): the line count is re-read
+ * from disk before each trim, and a trim whose file grew while it was being rewritten
+ * starts over, so no concurrently appended line is lost.
  */
 export class JsonlJournal<T> {
   private lines: number | null = null;
+  /** The file's size after our last write: a different size means another writer appended. */
+  private size = -1;
 
   constructor(
     readonly file: string,
@@ -16,29 +26,61 @@ export class JsonlJournal<T> {
 
   append(records: T[]): void {
     if (records.length === 0) return;
-    if (this.lines === null) this.lines = readJsonl<T>(this.file).length;
-    fs.appendFileSync(this.file, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
+    if (this.lines === null || sizeOf(this.file) !== this.size) this.lines = readJsonl<T>(this.file).length;
+    const text = records.map((r) => `${JSON.stringify(r)}\n`).join('');
+    if (this.lines + records.length > this.cap) this.lines = this.trim(Math.max(0, this.cap - records.length - Math.floor(this.cap / 10)));
+    appendLines(this.file, text);
     this.lines += records.length;
-    if (this.lines > this.cap + Math.ceil(this.cap / 10)) {
-      const keep = readJsonl<T>(this.file).slice(-this.cap);
-      writeFileAtomic(this.file, keep.map((r) => `${JSON.stringify(r)}\n`).join(''), { durable: false });
-      this.lines = keep.length;
-    }
+    this.size = sizeOf(this.file);
   }
 
   read(): T[] {
     return readJsonl<T>(this.file);
   }
+
+  /** Rewrites the file with its newest `keep` lines; returns how many it now holds. */
+  private trim(keep: number): number {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      let text: string;
+      try {
+        text = fs.readFileSync(this.file, 'utf8');
+      } catch {
+        return 0;
+      }
+      const lines = parseLines<T>(text);
+      if (lines.length <= keep) return lines.length;
+      const kept = lines.slice(-keep);
+      const data = kept.map((r) => `${JSON.stringify(r)}\n`).join('');
+      // Appended to meanwhile? Read again rather than rename a copy without those lines.
+      const unchanged = () => {
+        try {
+          return fs.statSync(this.file).size === Buffer.byteLength(text);
+        } catch {
+          return false;
+        }
+      };
+      const temp = tempNameFor(this.file);
+      fs.writeFileSync(temp, data);
+      if (!unchanged()) {
+        fs.rmSync(temp, { force: true });
+        continue;
+      }
+      fs.renameSync(temp, this.file);
+      return kept.length;
+    }
+    return readJsonl<T>(this.file).length; // a very busy co-writer: trim next time
+  }
 }
 
-/** Parses a JSON-lines file; unparsable lines (a torn tail) are skipped. */
-export function readJsonl<T>(file: string): T[] {
-  let text: string;
+function sizeOf(file: string): number {
   try {
-    text = fs.readFileSync(file, 'utf8');
+    return fs.statSync(file).size;
   } catch {
-    return [];
+    return -1;
   }
+}
+
+function parseLines<T>(text: string): T[] {
   const out: T[] = [];
   for (const line of text.split('\n')) {
     if (!line) continue;
@@ -49,4 +91,15 @@ export function readJsonl<T>(file: string): T[] {
     }
   }
   return out;
+}
+
+/** Parses a JSON-lines file; unparsable lines (a torn tail) are skipped. */
+export function readJsonl<T>(file: string): T[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  return parseLines<T>(text);
 }

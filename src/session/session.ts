@@ -63,6 +63,7 @@ export function restoreConversation(root: string, agentId: string, key: string, 
   } catch {
     // corrupt history.json: fall through to the tail brief
   }
+  // Otherwise (missing, corrupt, or a marker left when it grew past its cap): the tail brief.
   const turns = readJsonl<ConversationTurn>(p.conversation);
   if (turns.length > 0) {
     const brief: string[] = [];
@@ -110,6 +111,8 @@ export class Session {
   private readonly transcript: JsonlJournal<TranscriptEvent & { at: string }>;
   private readonly conversation: JsonlJournal<ConversationTurn>;
   readonly mode: RestoreMode;
+  /** history.json holds the skipped marker, not messages. */
+  private historyStale = false;
 
   constructor(
     private readonly root: string,
@@ -151,7 +154,14 @@ export class Session {
     const json = JSON.stringify({ version: 1, key: this.key, messages: this.history });
     if (json.length > this.caps.historyBytes) {
       appendEvent(this.root, { type: 'session.history-skipped', agent: this.agentId, session: this.key, bytes: json.length, cap: this.caps.historyBytes });
+      // The history on disk is now behind: replace it by a marker once, so a restore does not
+      // take the older copy for full fidelity (it falls back to the tail brief).
+      if (!this.historyStale) {
+        writeJsonAtomic(p.history, { version: 1, key: this.key, skipped: { bytes: json.length, cap: this.caps.historyBytes, at } }, { durable: false });
+        this.historyStale = true;
+      }
     } else {
+      this.historyStale = false;
       writeJsonAtomic(p.history, JSON.parse(json), { durable: false });
     }
     fs.rmSync(p.background, { force: true });

@@ -171,6 +171,7 @@ export class Supervisor {
       this.hooks = await startHooksServer(this.root, {
         maxLineBytes: this.config.hooks.maxLineBytes,
         deny: this.config.hooks.deny,
+        transcriptLines: this.config.sessions.transcriptLines,
         isPassive: (id) => {
           const r = this.agents.get(id);
           return !r || PASSIVE_KINDS.has(r.brain.kind);
