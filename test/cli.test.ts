@@ -74,6 +74,22 @@ describe('hive CLI', () => {
     const text = await cli(['inbox', 'bob', '--root', root]);
     expect(text.stdout).toMatch(/3\s+pending\s+god inform\s+m3/);
     expect((await cli(['inbox', 'nobody', '--root', root])).code).toBe(1);
+    const escape = await cli(['inbox', '../../etc', '--root', root]);
+    expect(escape.code).toBe(2);
+    expect(escape.stderr).toContain('AGENT must be an agent id');
+  });
+
+  it('session and question commands name a missing hive or agent instead of creating it', async () => {
+    const root = tempRoot();
+    await cli(['init', '--root', root]);
+    const typo = await cli(['clear', 'typo-agent', '--root', root]);
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toContain('No agent "typo-agent"');
+    expect(fs.existsSync(`${root}/agents/typo-agent`)).toBe(false);
+    const nowhere = await cli(['ask', '--root', `${root}/nowhere`]);
+    expect(nowhere.code).toBe(1);
+    expect(nowhere.stderr).toContain('is not a hive');
+    expect((await cli(['import', 'snap', '--into', 'typo-agent', '--root', root])).stderr).toContain('No agent "typo-agent"');
   });
 
   it('runs as a real process through the bin (npx hive)', async () => {

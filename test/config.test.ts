@@ -22,6 +22,10 @@ describe('hive config validation', () => {
     expect(configProblem({ agents: [] })).toContain('Expected `root` to be a string, got nothing');
   });
 
+  it('hooks.deny[i].match: must be a valid regular expression', () => {
+    expect(configProblem({ ...ok, hooks: { deny: [{ tool: 'Bash', match: 'rm -rf' }, { tool: 'Bash', match: '(' }] } })).toMatch(/`hooks\.deny\[1\]\.match`.*valid regular expression/);
+  });
+
   it('agents[i].id: must be a valid agent id', () => {
     expect(configProblem({ ...ok, agents: [ok.agents[0], { id: 'Bad/Id', brain: { kind: 'echo' } }] })).toContain('`agents[1].id`');
   });

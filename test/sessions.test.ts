@@ -10,6 +10,7 @@ import { sessionPaths } from '../src/session/paths.ts';
 import { readJsonl } from '../src/session/journal.ts';
 import { readArchive, archiveSession, clearSession, sweepOrphanSessions } from '../src/session/archive.ts';
 import { createSnapshot, importSnapshot, listSnapshots } from '../src/session/snapshots.ts';
+import { runSessionAction } from '../src/session/actions.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage } from '../src/protocol/message.ts';
@@ -165,9 +166,25 @@ describe('sessions: caps, sweep, clear, archive, snapshots', () => {
     expect(readArchive(root).map((s) => s.key)).toEqual([keys[2], keys[1]]);
     expect(fs.existsSync(sessionPaths(root, 'a', keys[0]!).dir)).toBe(false);
     const { reopenSession } = await import('../src/session/archive.ts');
+    // The live session has a turn, so reopening archives it: the archive is full (cap 2)
+    // and the session being reopened must not be the one evicted to make room.
+    fs.appendFileSync(sessionPaths(root, 'a', currentSession(root, 'a').key).conversation, `${JSON.stringify({ role: 'user', text: 'live', at: 'x' })}\n`);
     await reopenSession(root, keys[1]!);
     expect(currentSession(root, 'a').key).toBe(keys[1]);
+    expect(fs.existsSync(sessionPaths(root, 'a', keys[1]!).dir)).toBe(true); // not evicted on the way
     expect(readArchive(root).map((s) => s.key)).not.toContain(keys[1]);
+    expect(readArchive(root)).toHaveLength(2); // the cap given first is recorded and kept
+  });
+
+  it('the configured archive cap holds for session commands run with no hive running', async () => {
+    const config = fastConfig({ agents: [{ id: 'cli', brain: answerCli }, client], sessions: { archiveEntries: 2 } });
+    const hive = await talk(config, ['first']);
+    await hive.close();
+    for (let i = 0; i < 3; i++) {
+      fs.appendFileSync(files(hive.root, 'cli').conversation, `${JSON.stringify({ role: 'user', text: `talk ${i}`, at: 'x' })}\n`);
+      await runSessionAction(hive.root, 'cli', 'archive', {}); // what `hive archive` does offline
+    }
+    expect(readArchive(hive.root)).toHaveLength(2);
   });
 
   it('a snapshot imported into another agent briefs its next turn, once', async () => {

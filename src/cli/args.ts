@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { HiveError } from '../errors.ts';
+import { AGENT_ID_PATTERN, isAgentId } from '../protocol/agent-id.ts';
 import type { CliIO } from './io.ts';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
@@ -63,6 +64,14 @@ export function rootOf(args: ParsedArgs, io: CliIO): string {
 
 export function badArgs(command: Command, problem: string): HiveError {
   return usageError(command, problem);
+}
+
+/** The AGENT positional: an agent id, or a usage error (exit 2) naming the argument. */
+export function agentArg(command: Command, value: string, name = 'AGENT'): string {
+  if (!isAgentId(value)) {
+    throw usageError(command, `${name} must be an agent id (${AGENT_ID_PATTERN.source}), got ${JSON.stringify(value)}`);
+  }
+  return value;
 }
 
 export const ROOT_OPTION = { root: { type: 'string' } } as const satisfies OptionSpec;

@@ -200,7 +200,20 @@ export const HiveConfigSchema = z
               .object({
                 tool: z.string().min(1),
                 /** Regular expression tested against JSON.stringify(tool_input). */
-                match: z.string().optional(),
+                match: z
+                  .string()
+                  .refine(
+                    (v) => {
+                      try {
+                        new RegExp(v);
+                        return true;
+                      } catch {
+                        return false;
+                      }
+                    },
+                    { message: 'Expected a valid regular expression' },
+                  )
+                  .optional(),
                 agents: z.array(agentId).optional(),
                 reason: z.string().optional(),
               })

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { HiveError } from '../errors.ts';
 import { agentPaths, hivePaths } from './paths.ts';
 import { writeFileAtomic, writeJsonAtomic } from '../fs/atomic.ts';
 import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
@@ -110,4 +111,15 @@ export async function ensureHive(root: string): Promise<void> {
 export function isHive(root: string): boolean {
   const p = hivePaths(root);
   return fs.existsSync(p.registry) && fs.existsSync(p.agents);
+}
+
+/** Throws E_NOT_A_HIVE naming the folder unless `root` is a hive. */
+export function requireHive(root: string): void {
+  if (!isHive(root)) throw new HiveError('E_NOT_A_HIVE', `${root} is not a hive (no registry.json and agents/); create one with \`hive init --root ${root}\``);
+}
+
+/** Throws E_UNKNOWN_AGENT unless `root` is a hive with an agent `agentId` (checked as an id first). */
+export function requireAgent(root: string, agentId: string): void {
+  requireHive(root);
+  if (!fs.existsSync(agentPaths(root, agentId).dir)) throw new HiveError('E_UNKNOWN_AGENT', `No agent "${agentId}" in ${root}`);
 }

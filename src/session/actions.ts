@@ -2,6 +2,7 @@ import { archiveSession, clearSession, readArchive, reopenSession } from './arch
 import { acceptSwitchKeepMemory, acceptSwitchSnapshot } from './switch.ts';
 import { createSnapshot } from './snapshots.ts';
 import { HiveError } from '../errors.ts';
+import { requireAgent, requireHive } from '../layout/ensure.ts';
 
 export type SessionAction = 'clear' | 'archive' | 'reopen' | 'snapshot' | 'switch-keep' | 'switch-snapshot';
 
@@ -9,6 +10,8 @@ export type SessionAction = 'clear' | 'archive' | 'reopen' | 'snapshot' | 'switc
 export interface SessionHost {
   withAgentPaused<T>(agentId: string, fn: () => Promise<T> | T): Promise<T>;
   summarizerFor?(agentId: string): Promise<((text: string) => Promise<string>) | undefined>;
+  /** sessions.archiveEntries of the running hive (offline, sessions.json's recorded cap holds). */
+  archiveCap?: number;
 }
 
 /**
@@ -22,19 +25,22 @@ export async function runSessionAction(
   args: { key?: string | undefined; name?: string | undefined },
   host?: SessionHost,
 ): Promise<unknown> {
+  // Offline too: a typo must not create a new agent folder or session.
+  if (action === 'reopen') requireHive(root);
+  else requireAgent(root, agentId);
   const paused = <T>(fn: () => Promise<T> | T) => (host ? host.withAgentPaused(agentId, fn) : Promise.resolve(fn()));
   const summarize = host?.summarizerFor ? await host.summarizerFor(agentId) : undefined;
   switch (action) {
     case 'clear':
       return { session: await paused(() => clearSession(root, agentId)) };
     case 'archive':
-      return { archived: await paused(() => archiveSession(root, agentId, 'archived by hand')) };
+      return { archived: await paused(() => archiveSession(root, agentId, 'archived by hand', host?.archiveCap)) };
     case 'reopen': {
       if (!args.key) throw new HiveError('E_BAD_ARGS', 'reopen needs a session key');
       const entry = readArchive(root).find((s) => s.key === args.key);
       if (!entry) throw new HiveError('E_NOT_FOUND', `No archived session ${args.key}`);
       const target = entry.agent;
-      return { reopened: await (host ? host.withAgentPaused(target, () => reopenSession(root, args.key!)) : reopenSession(root, args.key)) };
+      return { reopened: await (host ? host.withAgentPaused(target, () => reopenSession(root, args.key!, host.archiveCap)) : reopenSession(root, args.key)) };
     }
     case 'snapshot':
       if (!args.name) throw new HiveError('E_BAD_ARGS', 'snapshot needs --name');

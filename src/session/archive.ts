@@ -28,8 +28,13 @@ export interface ArchivedSession {
 
 interface ArchiveFile {
   version: 1;
+  /** The cap the hive was configured with (sessions.archiveEntries), kept for offline commands. */
+  cap?: number;
   sessions: ArchivedSession[];
 }
+
+/** sessions.archiveEntries when neither the caller nor sessions.json says otherwise. */
+export const DEFAULT_ARCHIVE_CAP = 60;
 
 export function readArchive(root: string): ArchivedSession[] {
   try {
@@ -39,7 +44,11 @@ export function readArchive(root: string): ArchivedSession[] {
   }
 }
 
-async function updateArchive<T>(root: string, change: (sessions: ArchivedSession[]) => T): Promise<T> {
+/**
+ * Changes sessions.json under its lock. `change` gets the sessions and the cap in force
+ * (the caller's, else the one recorded in the file, else the default); the cap is recorded.
+ */
+async function updateArchive<T>(root: string, cap: number | undefined, change: (sessions: ArchivedSession[], cap: number) => T): Promise<T> {
   const file = hivePaths(root).sessions;
   const release = await lockfile.lock(file, {
     lockfilePath: `${file}.lock`,
@@ -48,13 +57,30 @@ async function updateArchive<T>(root: string, change: (sessions: ArchivedSession
     retries: { retries: 200, minTimeout: 5, maxTimeout: 50 },
   });
   try {
-    const sessions = readArchive(root);
-    const result = change(sessions);
-    writeJsonAtomic(file, { version: 1, sessions } satisfies ArchiveFile);
+    let current: ArchiveFile | undefined;
+    try {
+      current = readJsonFile<ArchiveFile>(file);
+    } catch (err) {
+      throw new HiveError('E_IO', `Cannot read ${file}: ${(err as Error).message}`);
+    }
+    const sessions = current?.sessions ?? [];
+    const inForce = cap ?? current?.cap ?? DEFAULT_ARCHIVE_CAP;
+    const result = change(sessions, inForce);
+    writeJsonAtomic(file, { version: 1, cap: inForce, sessions } satisfies ArchiveFile);
     return result;
   } finally {
     await release();
   }
+}
+
+/**
+ * Records the configured cap in sessions.json (the supervisor, at start) and evicts what
+ * is beyond it, so offline commands (`hive archive` with no hive running) keep it too.
+ */
+export async function applyArchiveCap(root: string, cap: number): Promise<number> {
+  const evicted = await updateArchive(root, cap, (sessions, c) => sessions.splice(c));
+  for (const e of evicted) deleteSessionFiles(root, e.agent, e.key);
+  return evicted.length;
 }
 
 function deleteSessionFiles(root: string, agentId: string, key: string): void {
@@ -72,7 +98,7 @@ function summaryOf(root: string, agentId: string, key: string): Pick<ArchivedSes
  * turn is dropped instead (nothing worth reopening). Returns the archived entry.
  * The caller makes sure no actor writes to the session meanwhile.
  */
-export async function archiveSession(root: string, agentId: string, reason: string, cap = 60): Promise<ArchivedSession | null> {
+export async function archiveSession(root: string, agentId: string, reason: string, cap?: number, spare?: string): Promise<ArchivedSession | null> {
   const live = currentSession(root, agentId);
   const summary = summaryOf(root, agentId, live.key);
   startNewSession(root, agentId);
@@ -81,9 +107,13 @@ export async function archiveSession(root: string, agentId: string, reason: stri
     return null;
   }
   const entry: ArchivedSession = { key: live.key, agent: agentId, closed_at: new Date().toISOString(), reason, ...summary };
-  const evicted = await updateArchive(root, (sessions) => {
+  const evicted = await updateArchive(root, cap, (sessions, c) => {
     sessions.unshift(entry);
-    return sessions.splice(cap);
+    const over = sessions.splice(c);
+    // `spare`: a session about to be reopened is not evicted on the way (it leaves the archive next).
+    const i = over.findIndex((e) => e.key === spare);
+    if (i >= 0) sessions.push(...over.splice(i, 1));
+    return over;
   });
   for (const e of evicted) deleteSessionFiles(root, e.agent, e.key);
   appendEvent(root, { type: 'session.archived', agent: agentId, session: live.key, reason, evicted: evicted.length });
@@ -100,12 +130,12 @@ export function clearSession(root: string, agentId: string): string {
 }
 
 /** Makes an archived session live again for its agent (the live one is archived first). */
-export async function reopenSession(root: string, key: string): Promise<ArchivedSession> {
+export async function reopenSession(root: string, key: string, cap?: number): Promise<ArchivedSession> {
   if (!isSessionKey(key)) throw new HiveError('E_BAD_ARGS', `Expected a session key (a GUID), got ${JSON.stringify(key)}`);
   const entry = readArchive(root).find((s) => s.key === key);
   if (!entry) throw new HiveError('E_NOT_FOUND', `No archived session ${key} in ${hivePaths(root).sessions}`);
-  await archiveSession(root, entry.agent, `replaced by reopened ${key}`);
-  await updateArchive(root, (sessions) => {
+  await archiveSession(root, entry.agent, `replaced by reopened ${key}`, cap, key);
+  await updateArchive(root, cap, (sessions) => {
     const i = sessions.findIndex((s) => s.key === key);
     if (i >= 0) sessions.splice(i, 1);
   });

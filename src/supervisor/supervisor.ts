@@ -32,7 +32,7 @@ import { startSend } from '../telemetry/spans.ts';
 import { startHooksServer } from '../hooks/server.ts';
 import type { JsonLineServer } from '../net/json-line.ts';
 import { listQuestions, answerQuestion, type Question } from '../human/questions.ts';
-import { archiveSession, sweepOrphanSessions } from '../session/archive.ts';
+import { applyArchiveCap, archiveSession, sweepOrphanSessions } from '../session/archive.ts';
 import { brainIdentity, writeSwitchOffer } from '../session/switch.ts';
 import { MemoryActors } from '../memory/actors.ts';
 
@@ -140,6 +140,7 @@ export class Supervisor {
         this.status().flatMap((s) => (s.kind === 'agent' || s.kind === 'passive' ? [{ agent: s.id, depth: s.inboxDepth }] : [])),
       );
       this.events.on('condensed', (r) => r.status === 'condensed' && this.observer?.note(`condensed memory of ${r.agent}`));
+      await applyArchiveCap(this.root, this.config.sessions.archiveEntries);
       sweepOrphanSessions(this.root);
       phase('sweep');
       const registry = readRegistry(this.root);
@@ -315,6 +316,11 @@ export class Supervisor {
       const spec = await this.hostedSpec(agentId);
       await handle.call((api) => api.startActors([spec])).catch((err) => appendEvent(this.root, { type: 'actor.resume-failed', agent: agentId, error: errorMessage(err) }));
     }
+  }
+
+  /** sessions.archiveEntries, for session actions run through the control socket. */
+  get archiveCap(): number {
+    return this.config.sessions.archiveEntries;
   }
 
   /** The agent's provider as a summarizer (snapshots), when it has one. */

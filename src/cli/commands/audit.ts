@@ -1,5 +1,4 @@
-import { isHive } from '../../layout/ensure.ts';
-import { HiveError } from '../../errors.ts';
+import { requireHive } from '../../layout/ensure.ts';
 import { auditHistory } from '../../audit/history.ts';
 import { JSON_OPTION, ROOT_OPTION, int, rootOf, type Command } from '../args.ts';
 
@@ -10,7 +9,7 @@ export const auditCommand: Command = {
   options: { ...ROOT_OPTION, ...JSON_OPTION, limit: { type: 'string' } },
   async run(args, io) {
     const root = rootOf(args, io);
-    if (!isHive(root)) throw new HiveError('E_NOT_A_HIVE', `${root} is not a hive (no registry.json and agents/)`);
+    requireHive(root);
     const entries = await auditHistory(root, int(args, 'limit', this, 100));
     if (args.values.json) {
       io.out(`${JSON.stringify({ root, commits: entries }, null, 2)}\n`);

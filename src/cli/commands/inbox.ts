@@ -1,9 +1,7 @@
-import fs from 'node:fs';
-import { agentPaths } from '../../layout/paths.ts';
+import { requireAgent } from '../../layout/ensure.ts';
 import { listInbox, readInboxEntry } from '../../queue/inbox.ts';
 import { committedCursor } from '../../queue/committed-cursor.ts';
-import { HiveError } from '../../errors.ts';
-import { JSON_OPTION, ROOT_OPTION, rootOf, type Command } from '../args.ts';
+import { JSON_OPTION, ROOT_OPTION, agentArg, rootOf, type Command } from '../args.ts';
 
 export const inboxCommand: Command = {
   name: 'inbox',
@@ -13,10 +11,8 @@ export const inboxCommand: Command = {
   positionals: [1, 1],
   async run(args, io) {
     const root = rootOf(args, io);
-    const agent = args.positionals[0]!;
-    if (!fs.existsSync(agentPaths(root, agent).dir)) {
-      throw new HiveError('E_UNKNOWN_AGENT', `Agent "${agent}" does not exist in ${root}`);
-    }
+    const agent = agentArg(this, args.positionals[0]!);
+    requireAgent(root, agent);
     const cursor = committedCursor(root, agent);
     const rows = listInbox(root, agent).map((r) => {
       const m = readInboxEntry(root, agent, r.name);

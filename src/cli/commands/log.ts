@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import { hivePaths } from '../../layout/paths.ts';
-import { isHive } from '../../layout/ensure.ts';
-import { HiveError } from '../../errors.ts';
+import { requireHive } from '../../layout/ensure.ts';
 import { eventConcerns, openLogReader, parseLogLine } from '../../log/read.ts';
 import type { LoggedEvent } from '../../log/event-log.ts';
 import { JSON_OPTION, ROOT_OPTION, rootOf, str, type Command } from '../args.ts';
@@ -21,7 +20,7 @@ export const logCommand: Command = {
   options: { ...ROOT_OPTION, ...JSON_OPTION, follow: { type: 'boolean' }, agent: { type: 'string' } },
   async run(args, io) {
     const root = rootOf(args, io);
-    if (!isHive(root)) throw new HiveError('E_NOT_A_HIVE', `${root} is not a hive (no registry.json and agents/); create one with \`hive init --root ${root}\``);
+    requireHive(root);
     const agent = str(args, 'agent');
     const json = args.values.json === true;
     const print = (line: string) => {

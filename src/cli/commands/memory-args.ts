@@ -1,8 +1,7 @@
 import path from 'node:path';
 import { loadConfig } from '../../config/load.ts';
 import { MemoryConfigSchema, type MemoryConfig } from '../../memory/config.ts';
-import { isHive } from '../../layout/ensure.ts';
-import { HiveError } from '../../errors.ts';
+import { requireHive } from '../../layout/ensure.ts';
 import { isAgentId } from '../../protocol/agent-id.ts';
 import { badArgs, rootOf, str, type Command, type ParsedArgs } from '../args.ts';
 import type { CliIO } from '../io.ts';
@@ -10,7 +9,7 @@ import type { CliIO } from '../io.ts';
 /** The hive root of a memory command (it must be a hive). */
 export function memoryRoot(args: ParsedArgs, io: CliIO): string {
   const root = rootOf(args, io);
-  if (!isHive(root)) throw new HiveError('E_NOT_A_HIVE', `${root} is not a hive; create it with \`hive init --root ${root}\``);
+  requireHive(root);
   return root;
 }
 
@@ -22,7 +21,7 @@ export async function memorySetup(command: Command, args: ParsedArgs, io: CliIO)
     throw badArgs(command, `--config ${file}: ${(err as Error).message}`);
   });
   const root = str(args, 'root') !== undefined ? memoryRoot(args, io) : config.root;
-  if (!isHive(root)) throw new HiveError('E_NOT_A_HIVE', `${root} is not a hive; create it with \`hive init --root ${root}\``);
+  requireHive(root);
   return { root, memory: config.memory, configDir: config.configDir };
 }
 

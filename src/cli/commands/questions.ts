@@ -1,6 +1,7 @@
 import { listQuestions, answerQuestion } from '../../human/questions.ts';
 import { controlRequest } from '../../supervisor/control.ts';
 import { isHiveError } from '../../errors.ts';
+import { requireHive } from '../../layout/ensure.ts';
 import { JSON_OPTION, ROOT_OPTION, badArgs, rootOf, str, type Command } from '../args.ts';
 import { readAll } from '../io.ts';
 
@@ -11,6 +12,7 @@ export const askCommand: Command = {
   options: { ...ROOT_OPTION, ...JSON_OPTION, all: { type: 'boolean' } },
   async run(args, io) {
     const root = rootOf(args, io);
+    requireHive(root);
     const questions = listQuestions(root, { open: !args.values.all });
     if (args.values.json) {
       io.out(`${JSON.stringify({ questions }, null, 2)}\n`);
@@ -32,6 +34,7 @@ export const answerCommand: Command = {
   positionals: [1, 1],
   async run(args, io) {
     const root = rootOf(args, io);
+    requireHive(root);
     let body = str(args, 'body');
     if (body === undefined) throw badArgs(this, 'missing --body');
     if (body === '-') body = await readAll(io.stdin);

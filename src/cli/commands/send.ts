@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { ACTS, parseMessage } from '../../protocol/message.ts';
 import { agentPaths } from '../../layout/paths.ts';
-import { isHive } from '../../layout/ensure.ts';
+import { requireHive } from '../../layout/ensure.ts';
 import { writeOutbox } from '../../queue/outbox.ts';
 import { HiveError } from '../../errors.ts';
 import { ROOT_OPTION, badArgs, rootOf, str, type Command } from '../args.ts';
@@ -41,7 +41,7 @@ export const sendCommand: Command = {
     if (str(args, 'in-reply-to') !== undefined) input.in_reply_to = str(args, 'in-reply-to');
     const parsed = parseMessage(input);
     if (!parsed.ok) throw parsed.error;
-    if (!isHive(root)) throw new HiveError('E_NOT_A_HIVE', `${root} is not a hive; create it with \`hive init --root ${root}\``);
+    requireHive(root);
     if (!fs.existsSync(agentPaths(root, parsed.message.from).dir)) {
       throw new HiveError('E_UNKNOWN_AGENT', `Agent "${parsed.message.from}" does not exist in ${root}; spawn it first`);
     }

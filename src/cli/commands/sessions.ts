@@ -3,7 +3,8 @@ import { runSessionAction, type SessionAction } from '../../session/actions.ts';
 import { readArchive } from '../../session/archive.ts';
 import { importSnapshot, listSnapshots } from '../../session/snapshots.ts';
 import { isHiveError } from '../../errors.ts';
-import { JSON_OPTION, ROOT_OPTION, badArgs, rootOf, str, type Command, type ParsedArgs } from '../args.ts';
+import { requireAgent, requireHive } from '../../layout/ensure.ts';
+import { JSON_OPTION, ROOT_OPTION, agentArg, badArgs, rootOf, str, type Command, type ParsedArgs } from '../args.ts';
 import type { CliIO } from '../io.ts';
 
 /** Runs through the running supervisor (agent paused meanwhile), or directly when none runs. */
@@ -25,7 +26,7 @@ function sessionCommand(name: string, action: SessionAction, summary: string, us
     positionals,
     async run(args: ParsedArgs, io: CliIO) {
       const root = rootOf(args, io);
-      const agent = args.positionals[0]!;
+      const agent = agentArg(this, args.positionals[0]!);
       const key = str(args, 'session');
       const snapName = str(args, 'name');
       if (action === 'snapshot' && !snapName) throw badArgs(this, 'missing --name');
@@ -71,6 +72,7 @@ export const sessionsCommand: Command = {
   options: { ...ROOT_OPTION, ...JSON_OPTION },
   async run(args, io) {
     const root = rootOf(args, io);
+    requireHive(root);
     const archived = readArchive(root);
     const snapshots = listSnapshots(root);
     if (args.values.json) {
@@ -93,10 +95,14 @@ export const importCommand: Command = {
   positionals: [1, 1],
   async run(args, io) {
     const root = rootOf(args, io);
-    const into = str(args, 'into');
-    if (!into) throw badArgs(this, 'missing --into');
+    const intoArg = str(args, 'into');
+    if (!intoArg) throw badArgs(this, 'missing --into');
+    const into = agentArg(this, intoArg, '--into');
     const name = args.positionals[0]!;
-    await viaHive(root, { op: 'import', name, into }, async () => importSnapshot(root, name, into));
+    await viaHive(root, { op: 'import', name, into }, async () => {
+      requireAgent(root, into);
+      return importSnapshot(root, name, into);
+    });
     io.out(`armed snapshot ${name} for ${into}'s next turn\n`);
     return 0;
   },

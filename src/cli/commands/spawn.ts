@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { controlRequest } from '../../supervisor/control.ts';
 import { AgentConfigSchema } from '../../config/schema.ts';
-import { ensureAgent, isHive } from '../../layout/ensure.ts';
-import { HiveError, isHiveError } from '../../errors.ts';
+import { ensureAgent, requireHive } from '../../layout/ensure.ts';
+import { isHiveError } from '../../errors.ts';
 import { ROOT_OPTION, badArgs, rootOf, str, type Command } from '../args.ts';
 
 export const spawnCommand: Command = {
@@ -24,7 +24,7 @@ export const spawnCommand: Command = {
   },
   async run(args, io) {
     const root = rootOf(args, io);
-    if (!isHive(root)) throw new HiveError('E_NOT_A_HIVE', `${root} is not a hive; create it with \`hive init --root ${root}\``);
+    requireHive(root);
     if (!str(args, 'id')) throw badArgs(this, 'missing --id');
     let brain: Record<string, unknown>;
     const json = str(args, 'brain-json');

@@ -1,7 +1,7 @@
 import { controlRequest } from '../../supervisor/control.ts';
 import type { ActorStatus } from '../../supervisor/supervisor.ts';
-import { isHiveError, HiveError } from '../../errors.ts';
-import { isHive } from '../../layout/ensure.ts';
+import { isHiveError } from '../../errors.ts';
+import { requireHive } from '../../layout/ensure.ts';
 import { readRegistry } from '../../registry/registry.ts';
 import { committedCursor } from '../../queue/committed-cursor.ts';
 import { inboxDepth } from '../../queue/inbox.ts';
@@ -46,7 +46,7 @@ export const statusCommand: Command = {
   options: { ...ROOT_OPTION, ...JSON_OPTION },
   async run(args, io) {
     const root = rootOf(args, io);
-    if (!isHive(root)) throw new HiveError('E_NOT_A_HIVE', `${root} is not a hive`);
+    requireHive(root);
     let running = true;
     let actors: ActorStatus[];
     try {
