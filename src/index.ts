@@ -38,3 +38,5 @@ export { GET_MEMORY_TOOL, runGetMemory, type MemoryAccess } from './memory/tool.
 export { registerSummarizer, type Summarizer, type SummaryRequest, type SummaryEntry } from './memory/summarizer.ts';
 export type { MinePassResult } from './memory/mine.ts';
 export type { ReflectResult } from './memory/reflect.ts';
+export { runChaos, formatReport, type ChaosOptions, type ChaosReport } from './chaos/engine.ts';
+export { FAULT_KINDS, type FaultKind } from './chaos/faults.ts';

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runChaos, formatReport } from '../src/chaos/engine.ts';
-import { FAULT_KINDS } from '../src/chaos/faults.ts';
+import { runChaos, formatReport, FAULT_KINDS } from '../src/index.ts'; // the public API, as a user's tests would
 import { tempDir } from './helpers/temp.ts';
 
 const config = {

@@ -41,11 +41,24 @@ describe('durability under SIGKILL', () => {
     const root = tempRoot();
     await ensureHive(root);
     await ensureAgent(root, { id: 'target' });
-    const runs = ['p1', 'p2'].map((tag, i) => collectLines(startFixture('inbox-deliverer.ts', [root, 'target', tag, '500', String(i === 0 ? 7 : 13)])));
+    const go = path.join(root, 'go');
+    const runs: ReturnType<typeof collectLines>[] = [];
+    let ready = 0;
+    const allReady = new Promise<void>((resolve) => {
+      for (const [i, tag] of ['p1', 'p2'].entries()) {
+        runs.push(collectLines(startFixture('inbox-deliverer.ts', [root, 'target', tag, '500', String(i === 0 ? 7 : 13), go]), (l) => l === 'ready' && ++ready === 2 && resolve()));
+      }
+    });
+    await allReady;
+    fs.writeFileSync(go, ''); // both start together
     const results = await Promise.all(runs.map((r) => r.exited));
     for (const r of results) expect(r.code, r.stderr).toBe(0);
-    const seqs = results.flatMap((r) => r.lines.map((l) => JSON.parse(l).seq as number)).sort((a, b) => a - b);
+    const delivered = results.flatMap((r) => r.lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { seq: number; tag: string })).sort((a, b) => a.seq - b.seq);
+    const seqs = delivered.map((d) => d.seq);
     expect(seqs).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
+    // The two really interleaved: the lock changed hands many times, not once.
+    const handovers = delivered.filter((d, i) => i > 0 && d.tag !== delivered[i - 1]!.tag).length;
+    expect(handovers).toBeGreaterThan(10);
     const listed = listInbox(root, 'target');
     expect(listed.map((e) => e.seq)).toEqual(seqs);
     expect(new Set(listed.map((e) => e.id)).size).toBe(1000);

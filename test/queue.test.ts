@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { tempRoot } from './helpers/temp.ts';
 import { describeTransportConformance } from './conformance/transport.ts';
 import { createFsTransport } from '../src/queue/fs-transport.ts';
@@ -58,6 +58,27 @@ describe('inbox', () => {
     const again = await deliver(root, 'b', msgs);
     expect(again.every((o) => o.status === 'duplicate')).toBe(true);
     expect(listInbox(root, 'b')).toHaveLength(50);
+  });
+
+  it('a delivery that dies after some renames leaves no .head token another process would trust', async () => {
+    const root = await hiveWith('a', 'b');
+    await deliver(root, 'b', [createMessage({ from: 'a', to: 'b', act: 'inform', body: 'first' })], { holdMs: 0 });
+    const head = () => fs.readFileSync(agentPaths(root, 'b').inboxHead, 'utf8').trim();
+    const trusted = head(); // what another process's cache now holds
+    const real = fs.renameSync;
+    let renames = 0;
+    const spy = vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+      if (/\/\d+-[^/]*\.json$/.test(String(to)) && ++renames === 2) throw new Error('simulated crash between renames');
+      real(from, to);
+    });
+    try {
+      const batch = [1, 2, 3].map((i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: `batch ${i}` }));
+      await expect(deliver(root, 'b', batch, { holdMs: 0 })).rejects.toThrow('simulated crash');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(listInbox(root, 'b').map((e) => e.seq)).toEqual([1, 2]); // one entry of the batch landed
+    expect(head()).not.toBe(trusted);
   });
 
   it('remembers ids after entries moved to .done and keeps seq monotonic', async () => {

@@ -24,7 +24,8 @@ import { MarkerFile } from '../fs/marker.ts';
  *      is hard-linked (the file is fdatasync'ed first: cheap when its writer already
  *      synced it); any other is written to a temp file and fsynced
  *   4. link or rename the entries in seq order, then one directory fsync
- *   5. rewrite `.head`, keep the lock for a short lease
+ *   5. rewrite `.head` (it was spoiled with a pending token before step 4), keep the
+ *      lock for a short lease
  * A crash in step 4 leaves a prefix of the batch plus temp files (swept at start); the
  * next delivery re-reads the folder, so numbering stays gap-free. A crash after 4 but
  * before the caller recorded success makes it retry: the ids are found in step 2 and
@@ -290,6 +291,9 @@ export async function deliver(root: string, agentId: string, messages: HiveMessa
         outcomes.push({ id: m.id, status: 'delivered', seq });
       }
       if (entries.length === 0) return outcomes;
+      // Spoil `.head` first: a crash after some renames but before the new token is written
+      // must not leave the old token, which other processes' caches would still trust.
+      writeHead(p, `pending-${process.pid}-${randomBytes(6).toString('hex')}`);
       try {
         await place(p.inbox, entries);
         await fsyncDirAsync(p.inbox);
