@@ -90,6 +90,7 @@ describe('hive CLI', () => {
     expect(nowhere.code).toBe(1);
     expect(nowhere.stderr).toContain('is not a hive');
     expect((await cli(['import', 'snap', '--into', 'typo-agent', '--root', root])).stderr).toContain('No agent "typo-agent"');
+    expect((await cli(['log', '--root', root, '--agent', '../x'])).code).toBe(2);
   });
 
   it('runs as a real process through the bin (npx hive)', async () => {

@@ -69,5 +69,9 @@ describe('memory.md format', () => {
     expect(text).not.toMatch(/\n\n\n/);
     await expect(remember(root, 'ann', 'x', { date: '2025-13-45' })).rejects.toMatchObject({ code: 'E_BAD_ARGS' });
     await expect(remember(root, 'nobody', 'x')).rejects.toMatchObject({ code: 'E_UNKNOWN_AGENT' });
+    // A deleted memory.md comes back headed with the agent's name, as ensureAgent made it.
+    fs.rmSync(agentPaths(root, 'ann').memory);
+    await remember(root, 'ann', 'again', { date: '2025-05-06' });
+    expect(fs.readFileSync(agentPaths(root, 'ann').memory, 'utf8')).toMatch(/^# Ann\n\n## Memories\n/);
   });
 });

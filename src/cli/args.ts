@@ -49,11 +49,13 @@ export function str(args: ParsedArgs, name: string): string | undefined {
 }
 
 /** A positive integer flag, or E_BAD_ARGS naming the flag and the value. */
-export function int(args: ParsedArgs, name: string, command: Command, fallback: number): number {
+export function int(args: ParsedArgs, name: string, command: Command, fallback: number, min = 1): number {
   const v = str(args, name);
   if (v === undefined) return fallback;
   const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw usageError(command, `expected --${name} to be a positive integer, got ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || n < min) {
+    throw usageError(command, `expected --${name} to be ${min === 1 ? 'a positive integer' : `an integer ≥ ${min}`}, got ${JSON.stringify(v)}`);
+  }
   return n;
 }
 

@@ -63,11 +63,11 @@ export function resolveMemPalace(settings: MemPalaceSettings, cwd: string, env: 
   return { file, args: settings.args, searchTimeoutMs: settings.searchTimeoutMs };
 }
 
-function failure(what: string, err: unknown): HiveError {
+function failure(cmd: MemPalaceCommand, what: string, timeoutMs: number, err: unknown): HiveError {
   const e = err as { timedOut?: boolean; exitCode?: number; stderr?: string };
-  if (e.timedOut) return new HiveError('E_TIMEOUT', `mempalace ${what} did not finish in time`, { cause: err });
+  if (e.timedOut) return new HiveError('E_TIMEOUT', `mempalace ${what} (${cmd.file}) did not finish in time (${timeoutMs} ms) and was killed`, { cause: err });
   const detail = e.exitCode !== undefined ? `exited with code ${e.exitCode}${e.stderr ? `: ${e.stderr.trim().slice(0, 300)}` : ''}` : errorMessage(err);
-  return new HiveError('E_IO', `mempalace ${what} failed: ${detail}`, { cause: err });
+  return new HiveError('E_IO', `mempalace ${what} (${cmd.file}) failed: ${detail}`, { cause: err });
 }
 
 /** Mines one staged agent folder into wing `agent`. */
@@ -80,7 +80,7 @@ export async function mempalaceMine(cmd: MemPalaceCommand, palaceDir: string, di
       stdin: 'ignore',
     });
   } catch (err) {
-    throw failure(`mine of ${agent}`, err);
+    throw failure(cmd, `mine of ${agent}`, timeoutMs, err);
   }
 }
 
@@ -95,7 +95,7 @@ export async function mempalaceSearch(cmd: MemPalaceCommand, palaceDir: string, 
     });
     stdout = r.stdout;
   } catch (err) {
-    throw failure('search', err);
+    throw failure(cmd, 'search', cmd.searchTimeoutMs, err);
   }
   return parseMemPalaceOutput(stdout, query).slice(0, q.limit);
 }

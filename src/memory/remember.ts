@@ -4,6 +4,16 @@ import { fsyncDir } from '../fs/atomic.ts';
 import { HiveError, describeValue } from '../errors.ts';
 import { formatEntry, isoDay, separatorAfter } from './format.ts';
 import { withFileLock } from './lock.ts';
+import { readRegistry } from '../registry/registry.ts';
+
+/** The agent's display name (as ensureAgent heads memory.md with it), else its id. */
+function agentName(root: string, agent: string): string {
+  try {
+    return readRegistry(root).agents[agent]?.name || agent;
+  } catch {
+    return agent;
+  }
+}
 
 /** A memory to keep: text (its first line becomes the title) or a title and a body. */
 export type MemoryInput = string | { title: string; body?: string };
@@ -84,7 +94,7 @@ export async function remember(root: string, agent: string, input: MemoryInput, 
     const created = !fs.existsSync(p.memory);
     const fd = fs.openSync(p.memory, 'a+', 0o644);
     try {
-      if (created) fs.writeSync(fd, `# ${agent}\n\n## Memories\n\n`);
+      if (created) fs.writeSync(fd, `# ${agentName(root, agent)}\n\n## Memories\n\n`);
       const size = fs.fstatSync(fd).size;
       const tail = Buffer.alloc(Math.min(2, size));
       if (tail.length > 0) fs.readSync(fd, tail, 0, tail.length, size - tail.length);

@@ -54,7 +54,7 @@ export async function runGetMemory(root: string, args: unknown): Promise<MemoryS
   const unknown = Object.keys(extra);
   if (unknown.length > 0) throw new HiveError('E_BAD_ARGS', `get_memory takes query, agent and limit; got unknown ${unknown.join(', ')}`);
   if (agent !== undefined && typeof agent !== 'string') throw new HiveError('E_BAD_ARGS', `Expected get_memory \`agent\` to be an agent id, got ${describeValue(agent)}`);
-  if (limit !== undefined && (typeof limit !== 'number' || limit > 20)) {
+  if (limit !== undefined && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 20)) {
     throw new HiveError('E_BAD_ARGS', `Expected get_memory \`limit\` to be an integer from 1 to 20, got ${describeValue(limit)}`);
   }
   return memoryAccess(root).search(query as string, { ...(agent !== undefined ? { agent } : {}), ...(limit !== undefined ? { limit } : {}) });

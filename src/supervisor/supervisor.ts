@@ -103,6 +103,7 @@ export class Supervisor {
       onCrashed: (info) => this.onHostCrashed(kind, info),
       onRestarted: (info) => {
         appendEvent(this.root, { type: 'actor.restarted', host: kind, restarts: info.restarts, thread: info.threadId });
+        this.observer?.restarted(kind);
         this.events.emit('restarted', { host: kind, agents: [], restarts: info.restarts, threadId: info.threadId });
       },
       onFailed: (info) => void this.onHostFailed(kind, info),

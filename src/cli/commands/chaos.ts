@@ -11,7 +11,7 @@ export const chaosCommand: Command = {
   async run(args, io) {
     const file = path.resolve(io.cwd, str(args, 'config') ?? 'hive.config.ts');
     const config = await loadConfig(file);
-    const seed = str(args, 'seed') === undefined ? Math.floor(Math.random() * 2 ** 31) : int(args, 'seed', this, 1);
+    const seed = str(args, 'seed') === undefined ? Math.floor(Math.random() * 2 ** 31) : int(args, 'seed', this, 1, 0);
     const durationMs = int(args, 'duration', this, 30) * 1000;
     const keep = str(args, 'keep');
     const report = await runChaos({

@@ -3,7 +3,7 @@ import { hivePaths } from '../../layout/paths.ts';
 import { requireHive } from '../../layout/ensure.ts';
 import { eventConcerns, openLogReader, parseLogLine } from '../../log/read.ts';
 import type { LoggedEvent } from '../../log/event-log.ts';
-import { JSON_OPTION, ROOT_OPTION, rootOf, str, type Command } from '../args.ts';
+import { JSON_OPTION, ROOT_OPTION, rootOf, str, type Command, agentArg } from '../args.ts';
 
 /** One event as a text line: time, type, agent, then the remaining fields compactly. */
 export function formatEvent(e: LoggedEvent): string {
@@ -21,7 +21,8 @@ export const logCommand: Command = {
   async run(args, io) {
     const root = rootOf(args, io);
     requireHive(root);
-    const agent = str(args, 'agent');
+    const agentOption = str(args, 'agent');
+    const agent = agentOption === undefined ? undefined : agentArg(this, agentOption, '--agent');
     const json = args.values.json === true;
     const print = (line: string) => {
       const e = parseLogLine(line);
