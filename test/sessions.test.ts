@@ -11,6 +11,7 @@ import { readJsonl } from '../src/session/journal.ts';
 import { readArchive, archiveSession, clearSession, sweepOrphanSessions } from '../src/session/archive.ts';
 import { createSnapshot, importSnapshot, listSnapshots } from '../src/session/snapshots.ts';
 import { runSessionAction } from '../src/session/actions.ts';
+import { readRegistry } from '../src/registry/registry.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage } from '../src/protocol/message.ts';
@@ -174,6 +175,22 @@ describe('sessions: caps, sweep, clear, archive, snapshots', () => {
     expect(fs.existsSync(sessionPaths(root, 'a', keys[1]!).dir)).toBe(true); // not evicted on the way
     expect(readArchive(root).map((s) => s.key)).not.toContain(keys[1]);
     expect(readArchive(root)).toHaveLength(2); // the cap given first is recorded and kept
+  });
+
+  it('an agent removed from the config is archived with its conversation; put back, it is active again', async () => {
+    const config = fastConfig({ agents: [{ id: 'cli', brain: answerCli }, client] });
+    const first = await talk(config, ['remember the blue door']);
+    const key = currentSession(first.root, 'cli').key;
+    await first.close();
+    const without = await startHive({ ...config, agents: [client] });
+    expect(readRegistry(without.root).agents.cli?.status).toBe('archived');
+    expect(readArchive(without.root).find((s) => s.key === key)).toMatchObject({ agent: 'cli', reason: 'agent removed from the config', turns: 2 });
+    expect(fs.existsSync(sessionPaths(without.root, 'cli', key).dir)).toBe(true);
+    expect(without.status().find((s) => s.id === 'cli')?.status).not.toBe('running');
+    await without.close();
+    const back = await startHive(config);
+    expect(readRegistry(back.root).agents.cli?.status).toBe('active');
+    await back.close();
   });
 
   it('the configured archive cap holds for session commands run with no hive running', async () => {

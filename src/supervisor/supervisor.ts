@@ -135,6 +135,7 @@ export class Supervisor {
         'config',
       );
       for (const a of this.config.agents) await this.noticeProviderSwitch(a.id, before.agents[a.id]?.brain, a.brain);
+      await this.archiveRemovedAgents();
       phase('ensure');
       this.sweepOrphans();
       this.observer = await HiveObserver.start(this.config, this.observe, () =>
@@ -409,6 +410,24 @@ export class Supervisor {
   }
 
   // ---- internals -----------------------------------------------------------------------
+
+  /**
+   * An agent that came from the config and is no longer in it is archived: it does not run,
+   * takes no part in broadcasts, and its live conversation goes to sessions.json (its
+   * folder, memory and queues stay; putting it back in the config makes it active again).
+   */
+  private async archiveRemovedAgents(): Promise<void> {
+    const inConfig = new Set(this.config.agents.map((a) => a.id));
+    const removed = Object.values(readRegistry(this.root).agents).filter((e) => e.origin === 'config' && e.status !== 'archived' && !inConfig.has(e.id));
+    if (removed.length === 0) return;
+    await updateRegistry(this.root, (r) => {
+      for (const e of removed) if (r.agents[e.id]) r.agents[e.id]!.status = 'archived';
+    });
+    for (const e of removed) {
+      const session = await archiveSession(this.root, e.id, 'agent removed from the config', this.config.sessions.archiveEntries);
+      appendEvent(this.root, { type: 'agent.archived', agent: e.id, reason: 'removed from the config', session: session?.key ?? null });
+    }
+  }
 
   private isRunnable(entry: RegistryEntry, brain: BrainSpec): boolean {
     return (entry.status === 'active' || entry.status === 'failed') && !PASSIVE_KINDS.has(brain.kind) && !RESERVED_IDS.has(entry.id);
