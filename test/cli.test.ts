@@ -76,7 +76,7 @@ describe('hive CLI', () => {
     expect((await cli(['inbox', 'nobody', '--root', root])).code).toBe(1);
     const escape = await cli(['inbox', '../../etc', '--root', root]);
     expect(escape.code).toBe(2);
-    expect(escape.stderr).toContain('AGENT must be an agent id');
+    expect(escape.stderr).toContain('expected AGENT to be an agent id');
   });
 
   it('session and question commands name a missing hive or agent instead of creating it', async () => {

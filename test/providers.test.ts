@@ -183,6 +183,14 @@ describe('get_memory for prompt-driven brains', () => {
     }
   });
 
+  it('a command brain calls get_memory as its prompt describes: `hive memory search` runs from inside the provider process', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'rec', brain: cli('recall.mjs') }, client] }));
+    await hive.remember('rec', { title: 'Door colour', body: 'The front door of the office is painted blue.' });
+    await hive.send({ from: 'client', to: 'rec', act: 'query', body: 'recall: front door painted' });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'the reply');
+    expect(inbox(hive.root, 'client')[0]!.body).toMatch(/^found: .*Door colour$/);
+  });
+
   it('a command brain is told how to call get_memory', async () => {
     const { buildPrompt } = await import('../src/brains/prompt.ts');
     const { GET_MEMORY_TOOL } = await import('../src/memory/tool.ts');

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { HiveError } from '../errors.ts';
+import { repoRoot } from '../repo-root.ts';
 import type { BrainSpec } from '../config/schema.ts';
 import { buildPrompt, type ToolDescription } from './prompt.ts';
 import { parseBrainAnswer } from './reply.ts';
@@ -51,6 +52,9 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
   const childEnv = {
     ...spec.env,
     ...env.extraEnv,
+    // `hive` on the PATH (scripts/bin/hive → the bin), so the get_memory usage the prompt
+    // describes (`hive memory search ...`) runs from inside the provider process.
+    PATH: [path.join(repoRoot(), 'scripts', 'bin'), spec.env?.PATH ?? process.env.PATH ?? ''].join(path.delimiter),
     AGENT_ID: env.agentId,
     AGENT_NAME: env.agentName,
     HIVE_ROOT: env.root,

@@ -68,10 +68,12 @@ export function badArgs(command: Command, problem: string): HiveError {
   return usageError(command, problem);
 }
 
-/** The AGENT positional: an agent id, or a usage error (exit 2) naming the argument. */
-export function agentArg(command: Command, value: string, name = 'AGENT'): string {
-  if (!isAgentId(value)) {
-    throw usageError(command, `${name} must be an agent id (${AGENT_ID_PATTERN.source}), got ${JSON.stringify(value)}`);
+/** An agent id flag or positional (undefined stays undefined), or a usage error (exit 2) naming it. */
+export function agentArg(command: Command, value: string, what?: string): string;
+export function agentArg(command: Command, value: string | undefined, what?: string): string | undefined;
+export function agentArg(command: Command, value: string | undefined, what = 'AGENT'): string | undefined {
+  if (value !== undefined && !isAgentId(value)) {
+    throw usageError(command, `expected ${what} to be an agent id (${AGENT_ID_PATTERN.source}), got ${JSON.stringify(value)}`);
   }
   return value;
 }

@@ -1,7 +1,7 @@
 import { remember } from '../../memory/remember.ts';
-import { JSON_OPTION, ROOT_OPTION, badArgs, str, type Command } from '../args.ts';
+import { JSON_OPTION, ROOT_OPTION, badArgs, str, type Command, agentArg } from '../args.ts';
 import { readAll } from '../io.ts';
-import { agentArg, memoryRoot } from './memory-args.ts';
+import { memoryRoot } from './memory-args.ts';
 
 export const memoryAddCommand: Command = {
   name: 'memory add',

@@ -2,7 +2,6 @@ import path from 'node:path';
 import { loadConfig } from '../../config/load.ts';
 import { MemoryConfigSchema, type MemoryConfig } from '../../memory/config.ts';
 import { requireHive } from '../../layout/ensure.ts';
-import { isAgentId } from '../../protocol/agent-id.ts';
 import { badArgs, rootOf, str, type Command, type ParsedArgs } from '../args.ts';
 import type { CliIO } from '../io.ts';
 
@@ -23,10 +22,4 @@ export async function memorySetup(command: Command, args: ParsedArgs, io: CliIO)
   const root = str(args, 'root') !== undefined ? memoryRoot(args, io) : config.root;
   requireHive(root);
   return { root, memory: config.memory, configDir: config.configDir };
-}
-
-/** An agent id flag or positional, or a usage error naming it. */
-export function agentArg(command: Command, value: string | undefined, what: string): string | undefined {
-  if (value !== undefined && !isAgentId(value)) throw badArgs(command, `expected ${what} to be an agent id (a-z, 0-9, . _ -), got ${JSON.stringify(value)}`);
-  return value;
 }

@@ -2,8 +2,8 @@ import { runMinePass } from '../../memory/mine.ts';
 import { condenseAgentMemory } from '../../memory/reflect.ts';
 import { createPoolJobs } from '../../memory/pool.ts';
 import { condenseSettingsOf, mineSettingsOf, resolveSummarizer } from '../../memory/settings.ts';
-import { JSON_OPTION, ROOT_OPTION, type Command } from '../args.ts';
-import { agentArg, memorySetup } from './memory-args.ts';
+import { JSON_OPTION, ROOT_OPTION, type Command, agentArg } from '../args.ts';
+import { memorySetup } from './memory-args.ts';
 
 const CONFIG_OPTION = { config: { type: 'string' } } as const;
 

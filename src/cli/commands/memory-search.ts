@@ -1,7 +1,7 @@
 import { searchMemory } from '../../memory/search.ts';
 import { memoryStatus } from '../../memory/status.ts';
-import { JSON_OPTION, ROOT_OPTION, badArgs, int, str, type Command } from '../args.ts';
-import { agentArg, memoryRoot } from './memory-args.ts';
+import { JSON_OPTION, ROOT_OPTION, badArgs, int, str, type Command, agentArg } from '../args.ts';
+import { memoryRoot } from './memory-args.ts';
 
 export const memorySearchCommand: Command = {
   name: 'memory search',
