@@ -18,10 +18,10 @@ import { agentPaths, hivePaths } from '../src/layout/paths.ts';
 import { listDir } from '../src/fs/atomic.ts';
 import { isAgentId } from '../src/protocol/agent-id.ts';
 import { appendEvent } from '../src/log/event-log.ts';
-import { registerProviderSummarizers } from '../src/brains/summarizers.ts';
+import { ensureProviderSummarizers } from '../src/brains/summarizers.ts';
 
 const init = workerData as WorkerInit;
-registerProviderSummarizers(init.root);
+ensureProviderSummarizers();
 const { memory, configDir } = init.memorySettings!;
 const emit = (event: WorkerEvent) => init.events.postMessage(event);
 let jobs: MemoryJobs = inlineJobs();

@@ -1,24 +1,58 @@
 import { agentPaths } from '../layout/paths.ts';
-import { registerSummarizer, entriesMarkdown } from '../memory/summarizer.ts';
+import { readRegistry } from '../registry/registry.ts';
+import type { BrainSpec } from '../config/schema.ts';
+import { registerSummarizer, entriesMarkdown, type SummaryRequest } from '../memory/summarizer.ts';
 import { createCommandBrain } from './command.ts';
 import { createOpenAIBrain } from './openai.ts';
 
 /**
- * The reflector condenses a memory with the agent's own model where it has one: the
- * `command` and `openai` providers summarize through `Brain.summarize`. Called once in
- * the reflector's thread (the hive root is needed to find the agent's folder).
+ * Memory condensing uses the agent's own model where it has one: the `command` and
+ * `openai` providers summarize through `Brain.summarize`. Registered once per thread by
+ * whoever condenses (the reflector, `hive memory condense`, the supervisor's fallback).
  */
-export function registerProviderSummarizers(root: string): void {
+let registered = false;
+export function ensureProviderSummarizers(): void {
+  if (registered) return;
+  registered = true;
   const instruction = (targetBytes: number) =>
     `Condense these memory entries into a compact recap of at most ${targetBytes} bytes. Keep names, dates, decisions and facts; drop chatter.\n\n`;
-  registerSummarizer('command', (brain, agent) => {
-    if (brain.kind !== 'command') return null;
-    const b = createCommandBrain(brain, { agentId: agent, agentName: agent, root, agentDir: agentPaths(root, agent).dir, hooksSock: '' });
-    return async (req) => b.summarize!(`${instruction(req.targetBytes)}${entriesMarkdown(req.entries)}`);
-  });
-  registerSummarizer('openai', (brain, agent) => {
-    if (brain.kind !== 'openai') return null;
-    const b = createOpenAIBrain(brain, { agentDir: agentPaths(root, agent).dir, agentName: agent });
-    return async (req) => b.summarize!(`${instruction(req.targetBytes)}${entriesMarkdown(req.entries)}`);
-  });
+  for (const kind of ['command', 'openai'] as const) {
+    registerSummarizer(kind, (brain, agent, root) => {
+      const summarize = agentProviderSummarizer(root, agent, brain);
+      if (!summarize) return null;
+      // `label`: what the condense result names as its summarizer (the agent's provider kind).
+      return Object.assign(async (req: SummaryRequest) => summarize(`${instruction(req.targetBytes)}${entriesMarkdown(req.entries)}`), { label: kind });
+    });
+  }
+}
+
+/**
+ * The agent's own provider as a plain text summarizer (snapshots), from its registry entry,
+ * when it is a `command` or `openai` brain; undefined otherwise. Works with no hive running.
+ */
+export function agentProviderSummarizer(root: string, agentId: string, brain?: BrainSpec): ((text: string) => Promise<string>) | undefined {
+  let spec = brain;
+  if (!spec) {
+    try {
+      spec = readRegistry(root).agents[agentId]?.brain as BrainSpec | undefined;
+    } catch {
+      spec = undefined;
+    }
+  }
+  const name = (() => {
+    try {
+      return readRegistry(root).agents[agentId]?.name ?? agentId;
+    } catch {
+      return agentId;
+    }
+  })();
+  if (spec?.kind === 'command') {
+    const b = createCommandBrain(spec, { agentId, agentName: name, root, agentDir: agentPaths(root, agentId).dir, hooksSock: '' });
+    return b.summarize!.bind(b);
+  }
+  if (spec?.kind === 'openai') {
+    const b = createOpenAIBrain(spec, { agentDir: agentPaths(root, agentId).dir, agentName: name });
+    return b.summarize!.bind(b);
+  }
+  return undefined;
 }

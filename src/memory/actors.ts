@@ -1,3 +1,4 @@
+import { ensureProviderSummarizers } from '../brains/summarizers.ts';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import type { MemoryHostApi, MemoryHostSettings, MinerHostApi, ReflectorHostApi, WorkerEvent } from '../../actors/protocol.ts';
 import type { HiveConfig } from '../config/schema.ts';
@@ -165,6 +166,7 @@ export class MemoryActors {
     const handle = this.reflector?.handle;
     if (handle) return handle.call(async (api) => api.condense(agent, force));
     const { root, memory, configDir } = this.config;
+    ensureProviderSummarizers();
     return condenseAgentMemory(root, agent, { settings: condenseSettingsOf(memory), summarizer: resolveSummarizer(root, agent, memory, configDir) });
   }
 }

@@ -76,7 +76,7 @@ function pruneBackups(root: string, agent: string, keep: number): void {
 
 async function condense(agent: string, text: string, options: ReflectOptions): Promise<CondenseResult> {
   const s = options.summarizer;
-  if (typeof s === 'function') return condenseText(text, options.settings, s, agent);
+  if (typeof s === 'function') return condenseText(text, options.settings, s, agent, (s as { label?: string }).label ?? 'custom');
   const task = { agent, text, settings: { keepRecent: options.settings.keepRecent, targetBytes: options.settings.targetBytes }, summarizer: s };
   return options.jobs ? options.jobs.condense(task) : condenseTask(task);
 }

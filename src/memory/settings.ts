@@ -35,5 +35,5 @@ export function resolveSummarizer(root: string, agent: string, memory: MemoryCon
   }
   // The registry holds brains the config schema validated; the kind picks the provider.
   const spec = typeof (brain as { kind?: unknown } | undefined)?.kind === 'string' ? (brain as BrainSpec) : undefined;
-  return providerSummarizer(spec, agent) ?? { kind: 'extractive' };
+  return providerSummarizer(spec, agent, root) ?? { kind: 'extractive' };
 }

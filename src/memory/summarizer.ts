@@ -79,7 +79,7 @@ export function summarizerFromSpec(spec: SummarizerSpec): Summarizer {
   return spec.kind === 'command' ? commandSummarizer(spec) : extractiveSummarizer();
 }
 
-type SummarizerFactory = (brain: BrainSpec, agent: string) => Summarizer | null;
+type SummarizerFactory = (brain: BrainSpec, agent: string, root: string) => Summarizer | null;
 const providers = new Map<string, SummarizerFactory>();
 
 /**
@@ -92,7 +92,7 @@ export function registerSummarizer(kind: BrainSpec['kind'], factory: SummarizerF
 }
 
 /** The registered summarizer for an agent's brain, if its provider has one. */
-export function providerSummarizer(brain: BrainSpec | undefined, agent: string): Summarizer | null {
+export function providerSummarizer(brain: BrainSpec | undefined, agent: string, root: string): Summarizer | null {
   if (!brain) return null;
-  return providers.get(brain.kind)?.(brain, agent) ?? null;
+  return providers.get(brain.kind)?.(brain, agent, root) ?? null;
 }

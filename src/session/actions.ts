@@ -2,6 +2,7 @@ import { archiveSession, clearSession, readArchive, reopenSession } from './arch
 import { acceptSwitchKeepMemory, acceptSwitchSnapshot } from './switch.ts';
 import { createSnapshot } from './snapshots.ts';
 import { HiveError } from '../errors.ts';
+import { agentProviderSummarizer } from '../brains/summarizers.ts';
 import { requireAgent, requireHive } from '../layout/ensure.ts';
 
 export type SessionAction = 'clear' | 'archive' | 'reopen' | 'snapshot' | 'switch-keep' | 'switch-snapshot';
@@ -29,7 +30,8 @@ export async function runSessionAction(
   if (action === 'reopen') requireHive(root);
   else requireAgent(root, agentId);
   const paused = <T>(fn: () => Promise<T> | T) => (host ? host.withAgentPaused(agentId, fn) : Promise.resolve(fn()));
-  const summarize = host?.summarizerFor ? await host.summarizerFor(agentId) : undefined;
+  // The agent's own provider summarizes its snapshot, with or without a running hive.
+  const summarize = host?.summarizerFor ? await host.summarizerFor(agentId) : agentProviderSummarizer(root, agentId);
   switch (action) {
     case 'clear':
       return { session: await paused(() => clearSession(root, agentId)) };

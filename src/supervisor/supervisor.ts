@@ -11,7 +11,7 @@ import { readRegistry, updateRegistry, type RegistryEntry } from '../registry/re
 import { sweepTempFiles, listDir } from '../fs/atomic.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { HiveError, errorMessage } from '../errors.ts';
-import { PASSIVE_KINDS, createBrain } from '../brains/create.ts';
+import { PASSIVE_KINDS } from '../brains/create.ts';
 import { createMessage, parseMessage, type HiveMessage, type HiveMessageInput } from '../protocol/message.ts';
 import { RESERVED_IDS } from '../protocol/agent-id.ts';
 import { stableId } from '../protocol/ids.ts';
@@ -32,6 +32,7 @@ import { startSend } from '../telemetry/spans.ts';
 import { startHooksServer } from '../hooks/server.ts';
 import type { JsonLineServer } from '../net/json-line.ts';
 import { listQuestions, answerQuestion, type Question } from '../human/questions.ts';
+import { agentProviderSummarizer } from '../brains/summarizers.ts';
 import { applyArchiveCap, archiveSession, sweepOrphanSessions } from '../session/archive.ts';
 import { brainIdentity, writeSwitchOffer } from '../session/switch.ts';
 import { MemoryActors } from '../memory/actors.ts';
@@ -327,15 +328,7 @@ export class Supervisor {
 
   /** The agent's provider as a summarizer (snapshots), when it has one. */
   async summarizerFor(agentId: string): Promise<((text: string) => Promise<string>) | undefined> {
-    const r = this.agents.get(agentId);
-    if (!r || (r.brain.kind !== 'command' && r.brain.kind !== 'openai')) return undefined;
-    const brain = await createBrain(r.brain, {
-      root: this.root,
-      agentId,
-      agentName: r.entry.name,
-      agentDir: agentPaths(this.root, agentId).dir,
-    });
-    return brain.summarize?.bind(brain);
+    return agentProviderSummarizer(this.root, agentId, this.agents.get(agentId)?.brain);
   }
 
   status(): ActorStatus[] {

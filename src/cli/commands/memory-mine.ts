@@ -1,3 +1,4 @@
+import { ensureProviderSummarizers } from '../../brains/summarizers.ts';
 import { runMinePass } from '../../memory/mine.ts';
 import { condenseAgentMemory } from '../../memory/reflect.ts';
 import { createPoolJobs } from '../../memory/pool.ts';
@@ -39,6 +40,7 @@ export const memoryCondenseCommand: Command = {
   async run(args, io) {
     const agent = agentArg(this, args.positionals[0], 'AGENT')!;
     const { root, memory, configDir } = await memorySetup(this, args, io);
+    ensureProviderSummarizers(); // the agent's own provider condenses, as in the reflector
     const jobs = createPoolJobs({ maxThreads: 1 });
     try {
       const r = await condenseAgentMemory(root, agent, { settings: condenseSettingsOf(memory), summarizer: resolveSummarizer(root, agent, memory, configDir), jobs });
