@@ -42,6 +42,29 @@ describe('command provider', () => {
     expect(kinds).toEqual(expect.arrayContaining(['restore', 'input', 'prompt', 'process', 'output']));
   });
 
+  it('with telemetry on, the provider process gets the OTEL_* variables naming the agent', async () => {
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const envFile = path.join(tempDir(), 'env.json');
+      const hive = await startHive(
+        fastConfig({ agents: [{ id: 'cli', name: 'Cli Agent', brain: cli('answer.mjs', ['--env', envFile]) }, client], telemetry: { otlpEndpoint: endpoint, serviceName: 'hive-test' } }),
+      );
+      await hive.send({ from: 'client', to: 'cli', act: 'request', body: 'traced' });
+      await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'the reply');
+      const env = JSON.parse(fs.readFileSync(envFile, 'utf8'));
+      expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBe(endpoint);
+      expect(env.OTEL_RESOURCE_ATTRIBUTES).toContain('agent.id=cli');
+      await hive.close();
+    } finally {
+      server.close();
+    }
+  });
+
   it('reads JSON output with a reply and extra messages; the prompt can go into args', async () => {
     const hive = await startHive(fastConfig({ agents: [{ id: 'cli', brain: cli('answer.mjs', ['--json', '--args'], { input: 'args', output: 'json' }) }, client] }));
     await hive.send({ from: 'client', to: 'cli', act: 'request', body: 'hello' });

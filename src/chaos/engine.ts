@@ -8,7 +8,8 @@ import { ChaosChild } from './child.ts';
 import { createRng } from './rng.ts';
 import { CLIENT, Workload } from './workload.ts';
 import { FAULT_KINDS, WHILE_DOWN, brainThrow, garbageInbox, garbageOutbox, supervisorKill, workerTerminate, type FaultContext, type FaultKind, type FaultRecord } from './faults.ts';
-import { checkInvariants, type Invariant } from './invariants.ts';
+import { SUPERVISED_KINDS, checkInvariants, type Invariant } from './invariants.ts';
+import { controlRequest } from '../supervisor/control.ts';
 import { repoRoot } from '../repo-root.ts';
 
 const REPO = repoRoot();
@@ -156,7 +157,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    await new Promise((r) => setTimeout(r, 300));
+    // Let actors restarted at the very end finish starting (up to 10 s); whatever is still
+    // not running then is reported by the invariant.
+    const settleUntil = Date.now() + 10_000;
+    while (Date.now() < settleUntil) {
+      const status = await controlRequest<{ actors?: { kind: string; status: string }[] }>(root, { op: 'status' }).catch(() => null);
+      if (status?.actors?.filter((a) => SUPERVISED_KINDS.has(a.kind)).every((a) => a.status === 'running')) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     const stopped = await child.stop();
     const final = (stopped.status as { actors?: { id: string; kind: string; status: string }[] } | null) ?? null;
     const invariants = checkInvariants(root, workload, agentIds, final, ctx.garbage);

@@ -7,6 +7,9 @@ import { readStateFile } from '../agent/state-store.ts';
 import { TMP_PREFIX } from '../fs/atomic.ts';
 import { CLIENT, type Workload } from './workload.ts';
 
+/** Actors that must be running at the end: agents, the router and the memory actors. */
+export const SUPERVISED_KINDS: ReadonlySet<string> = new Set(['agent', 'router', 'miner', 'reflector']);
+
 export interface Invariant {
   name: string;
   held: boolean;
@@ -68,11 +71,11 @@ export function checkInvariants(root: string, w: Workload, agents: string[], fin
   check('every memory entry present', missing, `${w.memory.length} entries present once each`);
 
   const notRestored = (final?.actors ?? [])
-    .filter((a) => a.kind === 'agent' || a.kind === 'router')
+    .filter((a) => SUPERVISED_KINDS.has(a.kind))
     .filter((a) => a.status !== 'running')
     .map((a) => `${a.id} is ${a.status}`);
   if (!final) notRestored.push('no final status from the supervisor');
-  check('every actor restored', notRestored, `${(final?.actors ?? []).filter((a) => a.kind !== 'passive').length} actors running at the end`);
+  check('every actor restored', notRestored, `${(final?.actors ?? []).filter((a) => SUPERVISED_KINDS.has(a.kind)).length} actors running at the end (agents, router, miner, reflector)`);
 
   const temps = walk(hivePaths(root).root).map((f) => path.relative(root, f));
   check('no temp files left', temps, 'none');
