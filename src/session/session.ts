@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
+import { readJsonFile, writeFileAtomic, writeJsonAtomic } from '../fs/atomic.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { JsonlJournal, readJsonl } from './journal.ts';
 import { currentSessionFile, isSessionKey, sessionPaths } from './paths.ts';
@@ -152,17 +152,18 @@ export class Session {
     this.history = [...this.history, { role: 'user', content: user }, ...(assistant ? [{ role: 'assistant' as const, content: assistant }] : [])];
     this.conversation.append([{ at, role: 'user', text: user }, ...(assistant ? [{ at, role: 'assistant' as const, text: assistant }] : [])]);
     const json = JSON.stringify({ version: 1, key: this.key, messages: this.history });
-    if (json.length > this.caps.historyBytes) {
-      appendEvent(this.root, { type: 'session.history-skipped', agent: this.agentId, session: this.key, bytes: json.length, cap: this.caps.historyBytes });
+    const bytes = Buffer.byteLength(json);
+    if (bytes > this.caps.historyBytes) {
+      appendEvent(this.root, { type: 'session.history-skipped', agent: this.agentId, session: this.key, bytes, cap: this.caps.historyBytes });
       // The history on disk is now behind: replace it by a marker once, so a restore does not
       // take the older copy for full fidelity (it falls back to the tail brief).
       if (!this.historyStale) {
-        writeJsonAtomic(p.history, { version: 1, key: this.key, skipped: { bytes: json.length, cap: this.caps.historyBytes, at } }, { durable: false });
+        writeFileAtomic(p.history, JSON.stringify({ version: 1, key: this.key, skipped: { bytes, cap: this.caps.historyBytes, at } }), { durable: false });
         this.historyStale = true;
       }
     } else {
       this.historyStale = false;
-      writeJsonAtomic(p.history, JSON.parse(json), { durable: false });
+      writeFileAtomic(p.history, json, { durable: false }); // exactly the bytes measured against the cap
     }
     fs.rmSync(p.background, { force: true });
   }
