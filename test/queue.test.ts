@@ -28,7 +28,7 @@ describe('hive layout', () => {
     const root = await hiveWith('alice');
     const p = agentPaths(root, 'alice');
     for (const f of [p.identity, p.memory, p.outbox, p.sent, p.inbox, p.done, p.cursor]) expect(fs.existsSync(f)).toBe(true);
-    for (const f of Object.values(hivePaths(root)).filter((x) => !/lock|sock|snapshots|sessions/.test(x))) {
+    for (const f of Object.values(hivePaths(root)).filter((x) => !/lock|sock/.test(x))) {
       expect(fs.existsSync(f), f).toBe(true);
     }
     expect(fs.readFileSync(p.memory, 'utf8')).toBe('# alice\n\n## Memories\n\n');
