@@ -53,6 +53,30 @@ describe('agent runtime', () => {
     expect(state.cursor).toBe(3);
   });
 
+  it('pooled hosts: agents sharing a worker are all restored when one of them crashes it; nothing lost or handled twice', async () => {
+    const hive = await startHive(
+      fastConfig({
+        agents: [{ id: 'w', brain: crashy }, { id: 'e1', brain: { kind: 'echo' } }, { id: 'e2', brain: { kind: 'echo' } }, client],
+        supervisor: { agentsPerWorker: 3 },
+      }),
+    );
+    const thread = hive.supervisor.threadOf('w');
+    expect(hive.supervisor.threadOf('e1')).toBe(thread); // one worker carries all three
+    expect(hive.supervisor.threadOf('e2')).toBe(thread);
+    const restarted = nextEvent(hive, 'restarted', (e) => e.agents.includes('w'));
+    const sent = [];
+    for (const to of ['e1', 'w', 'e2']) sent.push(await hive.send({ from: 'client', to, act: 'request', body: 'one' }));
+    sent.push(await hive.send({ from: 'client', to: 'w', act: 'request', body: 'throw-once' }));
+    for (const to of ['e1', 'e2', 'w']) sent.push(await hive.send({ from: 'client', to, act: 'request', body: 'after' }));
+    const e = await restarted;
+    expect([...e.agents].sort()).toEqual(['e1', 'e2', 'w']);
+    await waitFor(hive, () => inbox(hive.root, 'client').length === sent.length, 'every reply');
+    expect(hive.supervisor.threadOf('e1')).not.toBe(thread);
+    expect(inbox(hive.root, 'client').map((r) => r.in_reply_to).sort()).toEqual(sent.map((m) => m.id).sort());
+    for (const id of ['e1', 'e2']) expect(readStateFile(hive.root, id)!.cursor).toBe(2);
+    expect(readStateFile(hive.root, 'w')!.snapshot.context.brainState).toMatchObject({ handled: sent.filter((m) => m.to === 'w').map((m) => m.id) });
+  });
+
   it('a worker that exits is restarted; a message that crashes it three times goes to dead-letter as poison', async () => {
     const hive = await startHive(fastConfig({ agents: [{ id: 'w', brain: crashy }, client], supervisor: { poisonAfter: 3, restart: { maxRestarts: 10 } } }));
     const bad = await hive.send({ from: 'client', to: 'w', act: 'request', body: 'exit' });
