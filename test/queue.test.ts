@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawn } from 'node:child_process';
 import { describe, expect, it, vi } from 'vitest';
 import { tempRoot } from './helpers/temp.ts';
 import { describeTransportConformance } from './conformance/transport.ts';
@@ -126,13 +127,29 @@ describe('outbox and atomic writes', () => {
     expect(sweepTempFiles(agentPaths(root, 'a').outbox)).toEqual(['.tmp-x.json-1234']);
   });
 
-  it('writeFileAtomic replaces a file without a window where it is missing', () => {
+  it('writeFileAtomic replaces a file without a window where it is missing', async () => {
     const root = tempRoot();
     fs.mkdirSync(root, { recursive: true });
     const f = path.join(root, 'x.json');
-    writeFileAtomic(f, 'old');
-    writeFileAtomic(f, 'new');
-    expect(fs.readFileSync(f, 'utf8')).toBe('new');
-    expect(fs.readdirSync(root)).toEqual(['x.json']);
+    writeFileAtomic(f, 'a'.repeat(4096), { durable: false });
+    // Another process reads the file as fast as it can while this one replaces it 2,000 times.
+    const reader = spawn(
+      process.execPath,
+      ['-e', `const fs=require('fs');let reads=0,bad=0;const end=Date.now()+60000;
+        while(Date.now()<end&&!fs.existsSync(process.argv[1]+'.stop')){let t='';try{t=fs.readFileSync(process.argv[1],'utf8')}catch{bad++;continue}
+        reads++;if(t.length!==4096||t[0]!==t[4095])bad++}
+        process.stdout.write(JSON.stringify({reads,bad}))`, f],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    reader.stdout.on('data', (d) => (out += String(d)));
+    await new Promise((r) => setTimeout(r, 200)); // let it start reading
+    for (let i = 0; i < 2_000; i++) writeFileAtomic(f, (i % 2 ? 'a' : 'b').repeat(4096), { durable: false });
+    fs.writeFileSync(`${f}.stop`, '');
+    await new Promise((r) => reader.once('close', r));
+    const { reads, bad } = JSON.parse(out) as { reads: number; bad: number };
+    expect(reads).toBeGreaterThan(0);
+    expect(bad).toBe(0); // never missing, never half old and half new
+    expect(fs.readdirSync(root).sort()).toEqual(['x.json', 'x.json.stop']);
   });
 });
