@@ -77,6 +77,7 @@ export function createHive(config: HiveConfigInput | HiveConfig, options: { conf
     remember: async (agent, entry, opts) => {
       const r = await remember(parsed.root, agent, entry, opts);
       supervisor.memory.notify(agent);
+      supervisor.observer?.note(`remembered for ${agent}`); // the audit trail commits it soon, not at the next sweep
       return r;
     },
     searchMemory: (query, opts) => searchMemory(parsed.root, query, opts),

@@ -162,17 +162,22 @@ export class HiveObserver {
 
   private readonly memoryStamps = new Map<string, string>();
 
+  /** When this observer started: a memory first seen with a later mtime changed since. */
+  private readonly startedAt = Date.now();
+
   private memoryChanged(agent: string): boolean {
     let stamp = 'missing';
+    let mtimeMs = 0;
     try {
       const st = fs.statSync(agentPaths(this.root, agent).memory);
       stamp = `${st.mtimeMs}:${st.size}`;
+      mtimeMs = st.mtimeMs;
     } catch {
       stamp = 'missing';
     }
     const before = this.memoryStamps.get(agent);
     this.memoryStamps.set(agent, stamp);
-    return before !== undefined && before !== stamp;
+    return before === undefined ? mtimeMs >= this.startedAt : before !== stamp;
   }
 
   /** Final audit commit, last export, rotation stopped. */
