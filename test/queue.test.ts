@@ -125,6 +125,16 @@ describe('outbox and atomic writes', () => {
     expect(names).toEqual(msgs.map((m) => `${m.id}.json`));
     fs.writeFileSync(path.join(agentPaths(root, 'a').outbox, '.tmp-x.json-1234'), '{"torn');
     expect(sweepTempFiles(agentPaths(root, 'a').outbox)).toEqual(['.tmp-x.json-1234']);
+    // Lock intents of a dead process: swept when no lock folder is beside them, kept when one
+    // is (they let that folder be taken over at once).
+    const inbox = agentPaths(root, 'a').inbox;
+    const dead = 2 ** 22 + 12_345; // above pid_max: no such process
+    fs.writeFileSync(path.join(inbox, `.lock.intent-${dead}-0`), '');
+    fs.writeFileSync(path.join(inbox, `.lock.intent-${process.pid}-0`), '');
+    expect(sweepTempFiles(inbox)).toEqual([`.lock.intent-${dead}-0`]);
+    fs.writeFileSync(path.join(inbox, `.lock.intent-${dead}-0`), '');
+    fs.mkdirSync(path.join(inbox, '.lock'));
+    expect(sweepTempFiles(inbox)).toEqual([]);
   });
 
   it('writeFileAtomic replaces a file without a window where it is missing', async () => {

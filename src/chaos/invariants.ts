@@ -23,7 +23,8 @@ function idsIn(root: string, agent: string): Set<string> {
 function walk(dir: string, out: string[] = []): string[] {
   for (const name of fs.readdirSync(dir)) {
     const full = path.join(dir, name);
-    if (name.startsWith(TMP_PREFIX)) out.push(full);
+    // Temp files, and lock intent markers with no lock beside them (every process is gone now).
+    if (name.startsWith(TMP_PREFIX) || (/\.intent-\d+-\d+$/.test(name) && !fs.existsSync(full.replace(/\.intent-\d+-\d+$/, '')))) out.push(full);
     if (fs.statSync(full).isDirectory()) walk(full, out);
   }
   return out;
