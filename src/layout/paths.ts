@@ -1,10 +1,35 @@
 import path from 'node:path';
 import { assertAgentId } from '../protocol/agent-id.ts';
 
+/**
+ * Path objects are built once per root (and agent) and reused: the queues ask for them
+ * several times per message, and building one is a dozen path.join calls (it showed in
+ * profiles of a saturated hive). Frozen, so a caller cannot change a shared one.
+ */
+const MAX_CACHED = 4_096;
+const hiveCache = new Map<string, HivePaths>();
+const agentCache = new Map<string, AgentPaths>();
+
+function remember<T>(cache: Map<string, T>, key: string, value: T): T {
+  if (cache.size >= MAX_CACHED) cache.clear();
+  cache.set(key, value);
+  return value;
+}
+
 /** Every well-known path of a hive root (DESIGN §2). Pure: builds strings, touches nothing. */
-export function hivePaths(root: string) {
+export function hivePaths(root: string): HivePaths {
+  const key = rootKey(root);
+  return hiveCache.get(key) ?? remember(hiveCache, key, buildHivePaths(root));
+}
+
+/** A relative root resolves against the current folder, so that is part of its key. */
+function rootKey(root: string): string {
+  return path.isAbsolute(root) ? root : `${process.cwd()}\0${root}`;
+}
+
+function buildHivePaths(root: string) {
   const r = path.resolve(root);
-  return {
+  return Object.freeze({
     root: r,
     lock: path.join(r, 'hive.lock'),
     lockOwner: path.join(r, 'hive.lock.json'),
@@ -17,19 +42,26 @@ export function hivePaths(root: string) {
     snapshots: path.join(r, 'snapshots.json'),
     sessions: path.join(r, 'sessions.json'),
     hooksSock: path.join(r, 'hooks.sock'),
-  };
+  });
 }
 
-export type HivePaths = ReturnType<typeof hivePaths>;
+export type HivePaths = ReturnType<typeof buildHivePaths>;
 
 /**
  * Paths of one agent's folder. The id is validated first, so an id taken from a
  * message can never build a path outside `<root>/agents/`.
  */
-export function agentPaths(root: string, id: string) {
+export function agentPaths(root: string, id: string): AgentPaths {
+  const key = `${rootKey(root)}\0${id}`;
+  const cached = agentCache.get(key);
+  if (cached) return cached;
   assertAgentId(id);
+  return remember(agentCache, key, buildAgentPaths(root, id));
+}
+
+function buildAgentPaths(root: string, id: string) {
   const dir = path.join(hivePaths(root).agents, id);
-  return {
+  return Object.freeze({
     id,
     dir,
     identity: path.join(dir, 'identity.md'),
@@ -46,7 +78,7 @@ export function agentPaths(root: string, id: string) {
     stateWal: path.join(dir, 'state.wal'),
     inflight: path.join(dir, 'inflight.json'),
     sessions: path.join(dir, 'sessions'),
-  };
+  });
 }
 
-export type AgentPaths = ReturnType<typeof agentPaths>;
+export type AgentPaths = ReturnType<typeof buildAgentPaths>;
