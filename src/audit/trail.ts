@@ -101,7 +101,7 @@ export class AuditTrail {
   private async commitNow(): Promise<void> {
     if (this.pending.length === 0) return;
     this.busy = true;
-    const reasons = this.pending;
+    let reasons = this.pending;
     this.pending = [];
     this.firstPendingAt = 0;
     try {
@@ -116,6 +116,11 @@ export class AuditTrail {
       }
       const add = await git(this.root, ['add', '-A']);
       if (add.exitCode !== 0) throw new Error(`git add: ${add.stderr.trim()}`);
+      // Changes noted while `git add` ran may be in this commit or not (written just before
+      // or just after the add read them): name them here, and keep them for the next commit
+      // too, so their reason is on whichever commit holds the change.
+      const duringAdd = this.pending.filter((r) => !reasons.includes(r));
+      reasons = [...reasons, ...duringAdd];
       const diff = await git(this.root, ['diff', '--cached', '--quiet']);
       if (diff.exitCode === 0) return; // nothing changed in tracked files
       const subject = `hive: ${summarize(reasons)}`;
