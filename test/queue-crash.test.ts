@@ -86,12 +86,15 @@ describe('hive.lock', () => {
     );
     expect(refused).toMatchObject({ code: 'E_LOCKED', details: { pid: holderPid } });
     expect(refused.message).toContain(`pid ${holderPid}`);
+    // What the holder leaves when killed in the middle of taking the lock again.
+    fs.writeFileSync(path.join(root, `hive.lock.intent-${holderPid}-1`), '');
     child.kill('SIGKILL');
     await new Promise((r) => child.once('close', r));
     const t0 = Date.now();
     const lock = await acquireHiveLock(root);
     expect(Date.now() - t0).toBeLessThan(3_000);
     expect(lock.owner.pid).toBe(process.pid);
+    expect(fs.readdirSync(root).filter((n) => n.includes('.intent-'))).toEqual([]); // taken over with its lock
     await lock.release();
     expect(fs.existsSync(path.join(root, 'hive.lock'))).toBe(false);
   }, 90_000);

@@ -14,6 +14,7 @@ import { writeOutbox } from '../src/queue/outbox.ts';
 import { commitCursor, readCursor } from '../src/queue/cursor.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import { sweepTempFiles, writeFileAtomic } from '../src/fs/atomic.ts';
+import { sweepDeadIntents } from '../src/lock/owner.ts';
 
 async function hiveWith(...ids: string[]) {
   const root = tempRoot();
@@ -131,10 +132,10 @@ describe('outbox and atomic writes', () => {
     const dead = 2 ** 22 + 12_345; // above pid_max: no such process
     fs.writeFileSync(path.join(inbox, `.lock.intent-${dead}-0`), '');
     fs.writeFileSync(path.join(inbox, `.lock.intent-${process.pid}-0`), '');
-    expect(sweepTempFiles(inbox)).toEqual([`.lock.intent-${dead}-0`]);
+    expect(sweepDeadIntents(inbox)).toEqual([`.lock.intent-${dead}-0`]);
     fs.writeFileSync(path.join(inbox, `.lock.intent-${dead}-0`), '');
     fs.mkdirSync(path.join(inbox, '.lock'));
-    expect(sweepTempFiles(inbox)).toEqual([]);
+    expect(sweepDeadIntents(inbox)).toEqual([]);
   });
 
   it('writeFileAtomic replaces a file without a window where it is missing', async () => {

@@ -169,9 +169,8 @@ export function readJsonFile<T = unknown>(file: string): T | undefined {
 }
 
 /**
- * Deletes temp files left in `dir` by a crash between steps 1 and 3, and lock intent
- * markers of dead processes. Files of a writer that is still alive (another process of
- * this host) are left alone. Returns the names.
+ * Deletes temp files left in `dir` by a crash between steps 1 and 3. Files of a writer
+ * that is still alive (another process of this host) are left alone. Returns the names.
  */
 export function sweepTempFiles(dir: string): string[] {
   let names: string[];
@@ -181,27 +180,9 @@ export function sweepTempFiles(dir: string): string[] {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-  const swept = names.filter((n) => (n.startsWith(TMP_PREFIX) && !writerAlive(n)) || deadIntent(names, n));
+  const swept = names.filter((n) => n.startsWith(TMP_PREFIX) && !writerAlive(n));
   for (const n of swept) fs.rmSync(path.join(dir, n), { force: true });
   return swept;
-}
-
-/**
- * A lock intent marker (`<lock>.intent-<pid>-<thread>`, src/lock/owner.ts) of a dead
- * process whose lock folder is gone: left by a kill before the lock was taken. One beside
- * an existing lock folder stays: it is what lets that folder be taken over at once.
- */
-function deadIntent(names: string[], name: string): boolean {
-  const m = /^(.+)\.intent-(\d+)-\d+$/.exec(name);
-  if (!m || names.includes(m[1]!)) return false;
-  const pid = Number(m[2]);
-  if (pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== 'EPERM';
-  }
 }
 
 /** readdir that answers [] for a missing folder. */

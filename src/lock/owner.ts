@@ -104,6 +104,50 @@ function madeByDeadProcess(lockDir: string): boolean {
   return true;
 }
 
+/** Intent markers of other processes beside `lockDir` whose process is dead. */
+function deadIntents(lockDir: string): string[] {
+  const dir = path.dirname(lockDir);
+  const prefix = `${path.basename(lockDir)}${INTENT}`;
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => n.startsWith(prefix))
+    .filter((n) => {
+      const pid = Number.parseInt(n.slice(prefix.length), 10);
+      return Number.isInteger(pid) && pid > 0 && pid !== process.pid && !isAlive(pid);
+    })
+    .map((n) => path.join(dir, n));
+}
+
+/**
+ * Startup sweep: intent markers of dead processes in `dir` that have no lock folder beside
+ * them (a kill before the lock was taken). One beside an existing lock folder stays: it is
+ * what lets that folder be taken over at once. Returns the names removed.
+ */
+export function sweepDeadIntents(dir: string): string[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const swept: string[] = [];
+  for (const n of names) {
+    const m = /^(.+)\.intent-\d+-\d+$/.exec(n);
+    if (!m || names.includes(m[1]!)) continue;
+    for (const file of deadIntents(path.join(dir, m[1]!))) {
+      if (path.basename(file) !== n) continue;
+      fs.rmSync(file, { force: true });
+      swept.push(n);
+    }
+  }
+  return swept;
+}
+
 /** Removes a lock folder left by a dead process of this host. True when the lock is gone. */
 export function recoverDeadLock(lockDir: string, ownerFile: string): boolean {
   const owner = readOwner(ownerFile);
@@ -123,5 +167,7 @@ export function recoverDeadLock(lockDir: string, ownerFile: string): boolean {
     return false;
   }
   fs.rmSync(grave, { recursive: true, force: true });
+  // The dead takers' intents go with their lock (left behind, they would outlive it).
+  for (const file of deadIntents(lockDir)) fs.rmSync(file, { force: true });
   return true;
 }

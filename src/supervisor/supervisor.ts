@@ -9,6 +9,7 @@ import { agentPaths, hivePaths } from '../layout/paths.ts';
 import { acquireHiveLock, type HiveLock } from '../lock/hive-lock.ts';
 import { readRegistry, updateRegistry, type RegistryEntry } from '../registry/registry.ts';
 import { sweepTempFiles, listDir } from '../fs/atomic.ts';
+import { sweepDeadIntents } from '../lock/owner.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { HiveError, errorMessage } from '../errors.ts';
 import { PASSIVE_KINDS } from '../brains/create.ts';
@@ -698,10 +699,12 @@ export class Supervisor {
     const p = hivePaths(this.root);
     const swept: string[] = [];
     for (const dir of [p.root, p.deadLetter]) swept.push(...sweepTempFiles(dir));
+    swept.push(...sweepDeadIntents(p.root)); // hive.lock
     for (const id of listDir(p.agents)) {
       try {
         const a = agentPaths(this.root, id);
         for (const dir of [a.dir, a.outbox, a.sent, a.inbox, a.done]) swept.push(...sweepTempFiles(dir));
+        for (const dir of [a.dir, a.inbox]) swept.push(...sweepDeadIntents(dir)); // memory.md and inbox locks
       } catch {
         // not an agent folder (bad name): leave it alone
       }
