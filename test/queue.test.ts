@@ -14,7 +14,7 @@ import { writeOutbox } from '../src/queue/outbox.ts';
 import { commitCursor, readCursor } from '../src/queue/cursor.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import { sweepTempFiles, writeFileAtomic } from '../src/fs/atomic.ts';
-import { sweepDeadIntents } from '../src/lock/owner.ts';
+import { sweepDeadIntents, sweepThreadIntents } from '../src/lock/owner.ts';
 
 async function hiveWith(...ids: string[]) {
   const root = tempRoot();
@@ -136,6 +136,13 @@ describe('outbox and atomic writes', () => {
     fs.writeFileSync(path.join(inbox, `.lock.intent-${dead}-0`), '');
     fs.mkdirSync(path.join(inbox, '.lock'));
     expect(sweepDeadIntents(inbox)).toEqual([]);
+    // A crashed worker thread of this (live) process: its markers go when no lock is beside them.
+    fs.writeFileSync(path.join(agentPaths(root, 'a').dir, `memory.md.lock.intent-${process.pid}-77`), '');
+    fs.writeFileSync(path.join(inbox, `.lock.intent-${process.pid}-77`), ''); // beside .lock: stays
+    fs.writeFileSync(path.join(inbox, `.lock.intent-${process.pid}-78`), ''); // another thread: stays
+    expect(sweepThreadIntents(root, process.pid, 77)).toBe(1);
+    expect(fs.existsSync(path.join(agentPaths(root, 'a').dir, `memory.md.lock.intent-${process.pid}-77`))).toBe(false);
+    expect(fs.readdirSync(inbox).filter((n) => n.includes('.intent-')).sort()).toEqual([`.lock.intent-${dead}-0`, `.lock.intent-${process.pid}-0`, `.lock.intent-${process.pid}-77`, `.lock.intent-${process.pid}-78`].sort());
   });
 
   it('writeFileAtomic replaces a file without a window where it is missing', async () => {

@@ -148,6 +148,38 @@ export function sweepDeadIntents(dir: string): string[] {
   return swept;
 }
 
+/**
+ * After a worker thread of this process died unexpectedly: removes its intent markers
+ * (`.intent-<pid>-<thread>`) that have no lock folder beside them, in the places locks
+ * live (the hive root, each agent folder, each inbox). Its process lives on, so the
+ * startup sweep, which looks for dead processes, would never take them. Returns the count.
+ */
+export function sweepThreadIntents(root: string, pid: number, thread: number): number {
+  const suffix = `${INTENT}${pid}-${thread}`;
+  const agents = path.join(root, 'agents');
+  let ids: string[] = [];
+  try {
+    ids = fs.readdirSync(agents);
+  } catch {
+    ids = [];
+  }
+  let removed = 0;
+  for (const dir of [root, ...ids.flatMap((id) => [path.join(agents, id), path.join(agents, id, 'inbox')])]) {
+    let names: string[];
+    try {
+      names = fs.readdirSync(dir);
+    } catch {
+      continue;
+    }
+    for (const n of names) {
+      if (!n.endsWith(suffix) || names.includes(n.slice(0, -suffix.length))) continue;
+      fs.rmSync(path.join(dir, n), { force: true });
+      removed += 1;
+    }
+  }
+  return removed;
+}
+
 /** Removes a lock folder left by a dead process of this host. True when the lock is gone. */
 export function recoverDeadLock(lockDir: string, ownerFile: string): boolean {
   const owner = readOwner(ownerFile);

@@ -3,6 +3,7 @@ import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import type { WorkerEvent, WorkerInit } from '../../actors/protocol.ts';
 import { HiveError } from '../errors.ts';
+import { sweepThreadIntents } from '../lock/owner.ts';
 import { workerEntry } from './bundle.ts';
 
 /**
@@ -74,9 +75,19 @@ export class WorkerHandle<Api> {
       firstError ??= err;
     });
     const exited = new Promise<WorkerExit>((resolve) => {
+      const thread = worker.threadId;
       worker.once('exit', (code) => {
         channel.port1.close();
-        resolve({ code, error: firstError, expected: handle?.expected ?? false });
+        const expected = handle?.expected ?? false;
+        // A crashed thread may have died holding an intent marker of a lock it was taking.
+        if (!expected) {
+          try {
+            sweepThreadIntents(init.root, process.pid, thread);
+          } catch {
+            // best effort: the next start's sweep gets them once this process is gone
+          }
+        }
+        resolve({ code, error: firstError, expected });
       });
     });
     const ready = new Promise<number>((resolve, reject) => {
