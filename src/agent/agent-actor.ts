@@ -170,7 +170,7 @@ export class AgentActor {
       });
     });
     if (stopped) {
-      paySyncDebt(this.o.root, this.id, this.debt);
+      await paySyncDebt(this.o.root, this.id, this.debt);
       this.debt = [];
       this.mirrorCursor();
     }
@@ -400,7 +400,7 @@ export class AgentActor {
     const commitStart = performance.now();
     const work = this.actor?.getSnapshot().context.work;
     const previous = this.actor ? persistedOf(this.actor.getSnapshot().context) : undefined;
-    this.debt = commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt, previous);
+    this.debt = await commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt, previous);
     for (const span of this.sendSpans.splice(0)) span.end();
     this.recordTurns();
     if (messages.length > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: messages.length });
@@ -434,7 +434,7 @@ export class AgentActor {
     );
     writeOutbox(this.o.root, [notice]);
     this.o.emit({ type: 'outbox.written', agent: SYSTEM_SENDER, count: 1 });
-    this.debt = commitTurn(this.store!, this.o.root, next, [], this.o.settings.doneCap, this.debt);
+    this.debt = await commitTurn(this.store!, this.o.root, next, [], this.o.settings.doneCap, this.debt);
     this.inflight = null;
     this.o.emit({
       type: 'actor.poisoned',

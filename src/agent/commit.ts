@@ -1,6 +1,5 @@
-import fs from 'node:fs';
 import { agentPaths } from '../layout/paths.ts';
-import { fsyncDir, syncFd } from '../fs/atomic.ts';
+import { fsyncDirAsync, syncFileAsync } from '../fs/atomic.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { writeOutbox } from '../queue/outbox.ts';
 import { moveToDone } from '../queue/inbox.ts';
@@ -11,7 +10,7 @@ import type { StateStore } from './state-store.ts';
  * Commit of turn N, in order (what a crash between steps leaves):
  *   0. pay the sync debt of turn N-1: fdatasync its outbox files still waiting in outbox/
  *      (the router fdatasyncs a file before it links it into an inbox, so routed ones are
- *      durable already), then fsync outbox/
+ *      durable already), all at once, then fsync outbox/
  *   1. append the commit to state.wal + fdatasync   crash before: turn N is replayed
  *      (the brain is asked again; none of its effects exist yet)
  *   2. outbox files, visible at once but not fsynced: turn N's debt. A power cut before
@@ -28,25 +27,24 @@ import type { StateStore } from './state-store.ts';
 /** Turn N's outbox files whose data may not be on stable storage yet. */
 export type SyncDebt = string[];
 
-/** Step 0: makes the previous turn's outbox files durable. */
-export function paySyncDebt(root: string, agentId: string, debt: SyncDebt): void {
+/**
+ * Step 0: makes the previous turn's outbox files durable. Their flushes are issued together
+ * (libuv's pool), so the journal commits them in one go instead of one after another.
+ */
+export async function paySyncDebt(root: string, agentId: string, debt: SyncDebt): Promise<void> {
   if (debt.length === 0) return;
-  let pending = 0;
-  for (const file of debt) {
-    let fd: number;
-    try {
-      fd = fs.openSync(file, 'r');
-    } catch {
-      continue; // routed: moved to .sent/ after the router synced it
-    }
-    try {
-      syncFd(fd, true);
-      pending += 1;
-    } finally {
-      fs.closeSync(fd);
-    }
-  }
-  if (pending > 0) fsyncDir(agentPaths(root, agentId).outbox);
+  const synced = await Promise.all(
+    debt.map((file) =>
+      syncFileAsync(file).then(
+        () => true,
+        (err: NodeJS.ErrnoException) => {
+          if (err.code === 'ENOENT') return false; // routed: moved to .sent/ after the router synced it
+          throw err;
+        },
+      ),
+    ),
+  );
+  if (synced.some(Boolean)) await fsyncDirAsync(agentPaths(root, agentId).outbox);
 }
 
 /**
@@ -57,7 +55,7 @@ const PLANT = process.env.HIVE_TEST_PLANT ?? '';
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /** Steps 0–3. Returns the new sync debt. */
-export function commitTurn(
+export async function commitTurn(
   store: StateStore,
   root: string,
   next: PersistedAgentContext,
@@ -65,8 +63,8 @@ export function commitTurn(
   doneCap: number,
   debt: SyncDebt,
   previous?: PersistedAgentContext,
-): SyncDebt {
-  paySyncDebt(root, next.agentId, debt);
+): Promise<SyncDebt> {
+  await paySyncDebt(root, next.agentId, debt);
   if (PLANT === 'cursor-before-state' && previous) {
     store.append({ ...previous, cursor: next.cursor }, []);
     Atomics.wait(pause, 0, 0, 150); // widen the window a crash must hit
