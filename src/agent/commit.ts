@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { agentPaths } from '../layout/paths.ts';
 import { fsyncDirAsync, syncFileAsync } from '../fs/atomic.ts';
 import type { HiveMessage } from '../protocol/message.ts';
@@ -32,9 +33,11 @@ export type SyncDebt = string[];
  * (libuv's pool), so the journal commits them in one go instead of one after another.
  */
 export async function paySyncDebt(root: string, agentId: string, debt: SyncDebt): Promise<void> {
-  if (debt.length === 0) return;
+  // Under light load the router has taken them all already: no trip to the thread pool.
+  const waiting = debt.filter((file) => fs.existsSync(file));
+  if (waiting.length === 0) return;
   const synced = await Promise.all(
-    debt.map((file) =>
+    waiting.map((file) =>
       syncFileAsync(file).then(
         () => true,
         (err: NodeJS.ErrnoException) => {
