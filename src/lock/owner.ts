@@ -83,44 +83,44 @@ export async function lockWithOwner<R>(lockDir: string, ownerFile: string, lock:
   }
 }
 
-/**
- * True when the intents beside `lockDir` show that a dead process made it: at least one
- * intent of another process, all of them dead (their markers are removed).
- */
-function madeByDeadProcess(lockDir: string): boolean {
+/** A folder's entry names; [] when it cannot be read (gone, not a folder). */
+function namesIn(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** The intent markers beside `lockDir` other than this thread's own, with their pids. */
+function otherIntents(lockDir: string): { file: string; pid: number }[] {
   const dir = path.dirname(lockDir);
   const prefix = `${path.basename(lockDir)}${INTENT}`;
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir).filter((n) => n.startsWith(prefix));
-  } catch {
-    return false;
-  }
-  // Every marker but this thread's own; another thread of this process counts as alive.
   const mine = `${prefix}${process.pid}-${threadId}`;
-  const others = names.filter((n) => n !== mine).map((n) => ({ n, pid: Number.parseInt(n.slice(prefix.length), 10) }));
-  if (others.length === 0 || others.some((x) => !Number.isInteger(x.pid) || x.pid <= 0 || isAlive(x.pid))) return false;
-  for (const x of others) fs.rmSync(path.join(dir, x.n), { force: true });
+  return namesIn(dir)
+    .filter((n) => n.startsWith(prefix) && n !== mine)
+    .map((n) => ({ file: path.join(dir, n), pid: Number.parseInt(n.slice(prefix.length), 10) }));
+}
+
+const isDeadPid = (pid: number) => Number.isInteger(pid) && pid > 0 && !isAlive(pid);
+
+/**
+ * True when the intents beside `lockDir` show that a dead process made it: at least one
+ * intent of another process, all of them dead (their markers are removed). Another
+ * thread of this process counts as alive.
+ */
+function madeByDeadProcess(lockDir: string): boolean {
+  const others = otherIntents(lockDir);
+  if (others.length === 0 || !others.every((x) => isDeadPid(x.pid))) return false;
+  for (const x of others) fs.rmSync(x.file, { force: true });
   return true;
 }
 
 /** Intent markers of other processes beside `lockDir` whose process is dead. */
 function deadIntents(lockDir: string): string[] {
-  const dir = path.dirname(lockDir);
-  const prefix = `${path.basename(lockDir)}${INTENT}`;
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
-  return names
-    .filter((n) => n.startsWith(prefix))
-    .filter((n) => {
-      const pid = Number.parseInt(n.slice(prefix.length), 10);
-      return Number.isInteger(pid) && pid > 0 && pid !== process.pid && !isAlive(pid);
-    })
-    .map((n) => path.join(dir, n));
+  return otherIntents(lockDir)
+    .filter((x) => x.pid !== process.pid && isDeadPid(x.pid))
+    .map((x) => x.file);
 }
 
 /**
@@ -129,21 +129,13 @@ function deadIntents(lockDir: string): string[] {
  * what lets that folder be taken over at once. Returns the names removed.
  */
 export function sweepDeadIntents(dir: string): string[] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
+  const names = namesIn(dir);
   const swept: string[] = [];
   for (const n of names) {
-    const m = /^(.+)\.intent-\d+-\d+$/.exec(n);
-    if (!m || names.includes(m[1]!)) continue;
-    for (const file of deadIntents(path.join(dir, m[1]!))) {
-      if (path.basename(file) !== n) continue;
-      fs.rmSync(file, { force: true });
-      swept.push(n);
-    }
+    const m = /^(.+)\.intent-(\d+)-\d+$/.exec(n);
+    if (!m || names.includes(m[1]!) || Number(m[2]) === process.pid || !isDeadPid(Number(m[2]))) continue;
+    fs.rmSync(path.join(dir, n), { force: true });
+    swept.push(n);
   }
   return swept;
 }
@@ -157,20 +149,9 @@ export function sweepDeadIntents(dir: string): string[] {
 export function sweepThreadIntents(root: string, pid: number, thread: number): number {
   const suffix = `${INTENT}${pid}-${thread}`;
   const agents = path.join(root, 'agents');
-  let ids: string[] = [];
-  try {
-    ids = fs.readdirSync(agents);
-  } catch {
-    ids = [];
-  }
   let removed = 0;
-  for (const dir of [root, ...ids.flatMap((id) => [path.join(agents, id), path.join(agents, id, 'inbox')])]) {
-    let names: string[];
-    try {
-      names = fs.readdirSync(dir);
-    } catch {
-      continue;
-    }
+  for (const dir of [root, ...namesIn(agents).flatMap((id) => [path.join(agents, id), path.join(agents, id, 'inbox')])]) {
+    const names = namesIn(dir);
     for (const n of names) {
       if (!n.endsWith(suffix) || names.includes(n.slice(0, -suffix.length))) continue;
       fs.rmSync(path.join(dir, n), { force: true });
