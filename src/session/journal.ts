@@ -11,8 +11,10 @@ import { appendLines } from '../fs/append-lines.ts';
  * A torn last line (a crash in the middle of an append) is skipped when read, and the
  * next append starts on a fresh line. Another writer may append to the same file (the
  * hooks socket writes hook events into an agent's transcript): the line count is re-read
- * from disk before each trim, and a trim whose file grew while it was being rewritten
- * starts over, so no concurrently appended line is lost.
+ * from disk when the file changed size behind our back, and a trim whose file grew while
+ * it was being rewritten starts over. What is left is the instant between that last size
+ * check and the rename (microseconds, once per cap/10 appends): a line appended exactly
+ * then is lost from the transcript (it is a journal for people; log.jsonl has the event).
  */
 export class JsonlJournal<T> {
   private lines: number | null = null;
