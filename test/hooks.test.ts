@@ -1,6 +1,9 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import { spawn } from 'node:child_process';
+import { Readable } from 'node:stream';
+import { runCli } from '../src/cli/main.ts';
+import { memoryIO } from '../src/cli/io.ts';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fastConfig, startHive } from './helpers/hive.ts';
@@ -134,6 +137,29 @@ describe('hooks socket', () => {
       server.close();
     }
   }, 90_000);
+
+  it('hive hook keeps a character split across two stdin chunks whole', async () => {
+    const sock = path.join(tempDir(), 'echo.sock');
+    const chunks: Buffer[] = [];
+    const server = net.createServer((c) => {
+      c.on('data', (d: Buffer) => {
+        chunks.push(d);
+        if (d.at(-1) === 0x0a) c.end('{"ok":true}\n');
+      });
+    });
+    const received = () => Buffer.concat(chunks).toString('utf8');
+    await new Promise<void>((r) => server.listen(sock, r));
+    try {
+      const event = Buffer.from(JSON.stringify({ tool_name: 'Write', tool_input: { text: 'é'.repeat(50_000) } }), 'utf8');
+      const cut = event.indexOf(Buffer.from('é', 'utf8')) + 1; // inside the first é
+      const io = memoryIO('', { AGENT_ID: 'ext' });
+      io.io.stdin = Readable.from([event.subarray(0, cut), event.subarray(cut)]);
+      expect(await runCli(['hook', '--event', 'PostToolUse', '--sock', sock], io.io)).toBe(0);
+      expect(JSON.parse(received()).tool_input.text).toBe('é'.repeat(50_000));
+    } finally {
+      server.close();
+    }
+  });
 
   it('hive hook forwards an event whose writer keeps stdin open, and exits without waiting for it', async () => {
     const { sock } = await hooksHive();

@@ -18,6 +18,28 @@ describe('JSON-lines journals', () => {
     expect(readJsonl(file).length).toBeLessThanOrEqual(20);
   });
 
+  it('hold even a cap smaller than a batch (cap 1 and 2, batches of 2 and 3)', () => {
+    for (const cap of [1, 2, 3]) {
+      const file = path.join(tempDir(), `t${cap}.jsonl`);
+      const j = new JsonlJournal<{ n: number }>(file, cap);
+      for (let n = 0; n < 30; n += 2) {
+        j.append([{ n }, { n: n + 1 }]);
+        expect(readJsonl(file).length).toBeLessThanOrEqual(cap);
+      }
+      j.append([{ n: 100 }, { n: 101 }, { n: 102 }]);
+      expect(readJsonl<{ n: number }>(file)).toEqual([{ n: 100 }, { n: 101 }, { n: 102 }].slice(-cap));
+    }
+  });
+
+  it('keep trimming after a tail torn inside a multi-byte character', () => {
+    const file = path.join(tempDir(), 't.jsonl');
+    const whole = Buffer.from('{"text":"café"}\n{"text":"caf', 'utf8');
+    fs.writeFileSync(file, Buffer.concat([whole, Buffer.from('é', 'utf8').subarray(0, 1)])); // cut inside é
+    const j = new JsonlJournal<{ n: number }>(file, 20);
+    for (let n = 0; n < 200; n++) j.append([{ n }]);
+    expect(readJsonl(file).length).toBeLessThanOrEqual(20);
+  });
+
   it('start on a fresh line after a torn last line, so the next record is not swallowed', () => {
     const file = path.join(tempDir(), 't.jsonl');
     fs.writeFileSync(file, '{"n":1}\n{"n":2, "tor');

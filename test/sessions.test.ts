@@ -235,4 +235,19 @@ describe('sessions: caps, sweep, clear, archive, snapshots', () => {
     await waitFor(hive, () => replies(root).length === 2, 'reply after keep');
     expect(replies(root).at(-1)).toBe('heard "still there?" (history 2)');
   }, 90_000);
+
+  it('keep-memory after a history that outgrew its cap briefs from the turns instead of restoring an empty history', async () => {
+    const root = tempRoot();
+    const config = fastConfig({ root, agents: [{ id: 'cli', brain: answerCli }, client], sessions: { historyBytes: 200 } });
+    await (await talk(config, ['remember the blue door', 'and the red key'])).close();
+    const switched = { kind: 'command' as const, command: '/usr/bin/env', args: [process.execPath, ...answerCli.args] };
+    const hive = await startHive(fastConfig({ root, agents: [{ id: 'cli', brain: switched }, client], sessions: { historyBytes: 200 } }));
+    await waitFor(hive, () => listInbox(root, 'god').some((e) => readInboxEntry(root, 'god', e.name)?.subject === 'cli switched provider'), 'offer to god');
+    const { runSessionAction } = await import('../src/session/actions.ts');
+    await runSessionAction(root, 'cli', 'switch-keep', {}, hive.supervisor);
+    expect(hive.status().find((s) => s.id === 'cli')?.conversation).toBe('tail');
+    await hive.send({ from: 'client', to: 'cli', act: 'request', body: 'still there?' });
+    await waitFor(hive, () => replies(root).length === 3, 'reply after keep');
+    expect(replies(root).at(-1)).toBe('heard "still there?" (history 0) [briefed]');
+  }, 90_000);
 });

@@ -142,9 +142,10 @@ export function sweepDeadIntents(dir: string): string[] {
 
 /**
  * After a worker thread of this process died unexpectedly: removes its intent markers
- * (`.intent-<pid>-<thread>`) that have no lock folder beside them, in the places locks
- * live (the hive root, each agent folder, each inbox). Its process lives on, so the
- * startup sweep, which looks for dead processes, would never take them. Returns the count.
+ * (`.intent-<pid>-<thread>`) in the places locks live (the hive root, each agent folder,
+ * each inbox). Its process lives on, so the startup sweep, which looks for dead processes,
+ * would never take them, and beside a lock folder they would count as a live intent
+ * (another thread of a live process) and hold up its take-over. Returns the count.
  */
 export function sweepThreadIntents(root: string, pid: number, thread: number): number {
   const suffix = `${INTENT}${pid}-${thread}`;
@@ -153,7 +154,7 @@ export function sweepThreadIntents(root: string, pid: number, thread: number): n
   for (const dir of [root, ...namesIn(agents).flatMap((id) => [path.join(agents, id), path.join(agents, id, 'inbox')])]) {
     const names = namesIn(dir);
     for (const n of names) {
-      if (!n.endsWith(suffix) || names.includes(n.slice(0, -suffix.length))) continue;
+      if (!n.endsWith(suffix)) continue;
       fs.rmSync(path.join(dir, n), { force: true });
       removed += 1;
     }

@@ -29,10 +29,12 @@ export class JsonlJournal<T> {
   append(records: T[]): void {
     if (records.length === 0) return;
     if (this.lines === null || sizeOf(this.file) !== this.size) this.lines = readJsonl<T>(this.file).length;
-    const text = records.map((r) => `${JSON.stringify(r)}\n`).join('');
-    if (this.lines + records.length > this.cap) this.lines = this.trim(Math.max(0, this.cap - records.length - Math.floor(this.cap / 10)));
+    // A batch larger than the whole cap keeps its newest `cap` records.
+    const batch = records.length > this.cap ? records.slice(-this.cap) : records;
+    const text = batch.map((r) => `${JSON.stringify(r)}\n`).join('');
+    if (this.lines + batch.length > this.cap) this.lines = this.trim(Math.max(0, this.cap - batch.length - Math.floor(this.cap / 10)));
     appendLines(this.file, text);
-    this.lines += records.length;
+    this.lines += batch.length;
     this.size = sizeOf(this.file);
   }
 
@@ -43,20 +45,21 @@ export class JsonlJournal<T> {
   /** Rewrites the file with its newest `keep` lines; returns how many it now holds. */
   private trim(keep: number): number {
     for (let attempt = 0; attempt < 5; attempt++) {
-      let text: string;
+      let bytes: Buffer;
       try {
-        text = fs.readFileSync(this.file, 'utf8');
+        bytes = fs.readFileSync(this.file);
       } catch {
         return 0;
       }
-      const lines = parseLines<T>(text);
+      const lines = parseLines<T>(bytes.toString('utf8'));
       if (lines.length <= keep) return lines.length;
-      const kept = lines.slice(-keep);
+      const kept = keep > 0 ? lines.slice(lines.length - keep) : [];
       const data = kept.map((r) => `${JSON.stringify(r)}\n`).join('');
       // Appended to meanwhile? Read again rather than rename a copy without those lines.
+      // (Sizes in bytes as read: a tail torn inside a character decodes to more bytes.)
       const unchanged = () => {
         try {
-          return fs.statSync(this.file).size === Buffer.byteLength(text);
+          return fs.statSync(this.file).size === bytes.length;
         } catch {
           return false;
         }

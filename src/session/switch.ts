@@ -52,8 +52,14 @@ export function acceptSwitchKeepMemory(root: string, agentId: string): SwitchOff
   const from = sessionPaths(root, agentId, offer.archived);
   const to = sessionPaths(root, agentId, currentSession(root, agentId).key);
   fs.mkdirSync(to.dir, { recursive: true });
-  const history = readJsonFile<{ messages?: unknown[] }>(from.history);
-  if (history) writeJsonAtomic(to.history, { version: 1, key: currentSession(root, agentId).key, messages: history.messages ?? [] });
+  let history: { messages?: unknown } | undefined;
+  try {
+    history = readJsonFile<{ messages?: unknown }>(from.history);
+  } catch {
+    history = undefined; // corrupt: the copied turns give a tail brief instead
+  }
+  // A history skipped over its cap is only a marker: then the copied turns give a tail brief.
+  if (Array.isArray(history?.messages)) writeJsonAtomic(to.history, { version: 1, key: currentSession(root, agentId).key, messages: history.messages });
   if (fs.existsSync(from.conversation)) fs.copyFileSync(from.conversation, to.conversation);
   fs.rmSync(offerFile(root, agentId), { force: true });
   appendEvent(root, { type: 'session.switch-kept', agent: agentId, from: offer.archived });

@@ -413,12 +413,13 @@ export class Supervisor {
   private async archiveRemovedAgents(): Promise<void> {
     const inConfig = new Set(this.config.agents.map((a) => a.id));
     const removed = Object.values(readRegistry(this.root).agents).filter((e) => e.origin === 'config' && e.status !== 'archived' && !inConfig.has(e.id));
-    if (removed.length === 0) return;
-    await updateRegistry(this.root, (r) => {
-      for (const e of removed) if (r.agents[e.id]) r.agents[e.id]!.status = 'archived';
-    });
+    // Conversation first, then the registry: a crash in between archives again next start
+    // (the new live session is empty, so nothing is archived twice).
     for (const e of removed) {
       const session = await archiveSession(this.root, e.id, 'agent removed from the config', this.config.sessions.archiveEntries);
+      await updateRegistry(this.root, (r) => {
+        if (r.agents[e.id]) r.agents[e.id]!.status = 'archived';
+      });
       appendEvent(this.root, { type: 'agent.archived', agent: e.id, reason: 'removed from the config', session: session?.key ?? null });
     }
   }

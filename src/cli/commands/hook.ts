@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import { requestJsonLine } from '../../net/json-line.ts';
 import { resolveSocketPath } from '../../net/socket-path.ts';
 import { HOOKS_SOCKET } from '../../hooks/socket-name.ts';
@@ -18,6 +19,8 @@ const STDIN_MS = 1_000;
 function readEvent(stdin: NodeJS.ReadableStream, deadlineMs: number): Promise<string> {
   return new Promise((resolve) => {
     let text = '';
+    // Characters split across chunks are joined before decoding (a StringDecoder keeps the tail).
+    const decoder = new StringDecoder('utf8');
     let timer: NodeJS.Timeout | null = null;
     const finish = () => {
       if (timer) clearTimeout(timer);
@@ -28,7 +31,8 @@ function readEvent(stdin: NodeJS.ReadableStream, deadlineMs: number): Promise<st
       resolve(text);
     };
     const onData = (chunk: Buffer | string) => {
-      text += String(chunk);
+      text += typeof chunk === 'string' ? chunk : decoder.write(chunk);
+      if (!text.trimEnd().endsWith('}')) return; // an object cannot be complete yet
       try {
         JSON.parse(text);
         finish();
