@@ -31,21 +31,14 @@ export function ensureProviderSummarizers(): void {
  * when it is a `command` or `openai` brain; undefined otherwise. Works with no hive running.
  */
 export function agentProviderSummarizer(root: string, agentId: string, brain?: BrainSpec): ((text: string) => Promise<string>) | undefined {
-  let spec = brain;
-  if (!spec) {
-    try {
-      spec = readRegistry(root).agents[agentId]?.brain as BrainSpec | undefined;
-    } catch {
-      spec = undefined;
-    }
+  let entry: { brain?: unknown; name?: string } | undefined;
+  try {
+    entry = readRegistry(root).agents[agentId];
+  } catch {
+    entry = undefined;
   }
-  const name = (() => {
-    try {
-      return readRegistry(root).agents[agentId]?.name ?? agentId;
-    } catch {
-      return agentId;
-    }
-  })();
+  const spec = brain ?? (entry?.brain as BrainSpec | undefined);
+  const name = entry?.name ?? agentId;
   if (spec?.kind === 'command') {
     const b = createCommandBrain(spec, { agentId, agentName: name, root, agentDir: agentPaths(root, agentId).dir, hooksSock: '' });
     return b.summarize!.bind(b);

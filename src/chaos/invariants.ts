@@ -5,6 +5,7 @@ import { listInbox, readInboxEntry } from '../queue/inbox.ts';
 import { listDeadLetters } from '../queue/dead-letter.ts';
 import { readStateFile } from '../agent/state-store.ts';
 import { TMP_PREFIX } from '../fs/atomic.ts';
+import { parseIntentName } from '../lock/owner.ts';
 import { CLIENT, type Workload } from './workload.ts';
 
 /** Actors that must be running at the end: agents, the router and the memory actors. */
@@ -24,7 +25,8 @@ function walk(dir: string, out: string[] = []): string[] {
   for (const name of fs.readdirSync(dir)) {
     const full = path.join(dir, name);
     // Temp files, and lock intent markers with no lock beside them (every process is gone now).
-    if (name.startsWith(TMP_PREFIX) || (/\.intent-\d+-\d+$/.test(name) && !fs.existsSync(full.replace(/\.intent-\d+-\d+$/, '')))) out.push(full);
+    const intent = parseIntentName(name);
+    if (name.startsWith(TMP_PREFIX) || (intent && !fs.existsSync(path.join(dir, intent.lock)))) out.push(full);
     if (fs.statSync(full).isDirectory()) walk(full, out);
   }
   return out;

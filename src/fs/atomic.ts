@@ -156,6 +156,26 @@ export function writeJsonAtomic(target: string, value: unknown, options: WriteOp
   writeFileAtomic(target, `${JSON.stringify(value, null, 2)}\n`, options);
 }
 
+/**
+ * Creates `target` with `data` unless it exists: whole or not at all (a temp file
+ * hard-linked into place), never over a file another writer made meanwhile. Not fsynced.
+ * Returns true when this call created it.
+ */
+export function createFileOnce(target: string, data: string): boolean {
+  if (fs.existsSync(target)) return false;
+  const temp = tempNameFor(target);
+  fs.writeFileSync(temp, data);
+  try {
+    fs.linkSync(temp, target);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return false;
+  } finally {
+    fs.rmSync(temp, { force: true });
+  }
+}
+
 /** Reads and parses a JSON file; `undefined` when it does not exist. Throws on invalid JSON. */
 export function readJsonFile<T = unknown>(file: string): T | undefined {
   let text: string;

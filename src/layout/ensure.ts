@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { HiveError } from '../errors.ts';
 import { agentPaths, hivePaths } from './paths.ts';
-import { tempNameFor, writeFileAtomic, writeJsonAtomic } from '../fs/atomic.ts';
+import { createFileOnce, writeFileAtomic, writeJsonAtomic } from '../fs/atomic.ts';
 import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { updateRegistry, type RegistryEntry } from '../registry/registry.ts';
 
@@ -98,21 +98,10 @@ export async function ensureHive(root: string): Promise<void> {
   const p = hivePaths(root);
   for (const dir of [p.root, p.agents, p.deadLetter, p.palace, p.backups]) fs.mkdirSync(dir, { recursive: true });
   if (!fs.existsSync(p.log)) fs.writeFileSync(p.log, '');
-  // DESIGN §2: the snapshot store and the archive of closed conversations, empty at first.
-  // Created whole or not at all (a temp file hard-linked into place), never over a file a
-  // lock-protected updater wrote meanwhile.
-  for (const [file, empty] of [[p.snapshots, { version: 1, snapshots: [] }], [p.sessions, { version: 1, sessions: [] }]] as const) {
-    if (fs.existsSync(file)) continue;
-    const temp = tempNameFor(file);
-    fs.writeFileSync(temp, `${JSON.stringify(empty, null, 2)}\n`);
-    try {
-      fs.linkSync(temp, file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    } finally {
-      fs.rmSync(temp, { force: true });
-    }
-  }
+  // DESIGN §2: the snapshot store and the archive of closed conversations, empty at first
+  // (never written over one a lock-protected updater made meanwhile).
+  createFileOnce(p.snapshots, `${JSON.stringify({ version: 1, snapshots: [] }, null, 2)}\n`);
+  createFileOnce(p.sessions, `${JSON.stringify({ version: 1, sessions: [] }, null, 2)}\n`);
   if (!fs.existsSync(p.registry)) writeJsonAtomic(p.registry, { version: 1, agents: {} });
   if (!fs.existsSync(agentPaths(root, GOD_ID).dir)) {
     await ensureAgent(root, { id: GOD_ID, name: 'God', role: 'the people in the loop', brain: HUMAN_BRAIN }, 'system');

@@ -104,6 +104,12 @@ function otherIntents(lockDir: string): { file: string; pid: number }[] {
 
 const isDeadPid = (pid: number) => Number.isInteger(pid) && pid > 0 && !isAlive(pid);
 
+/** `<lock>.intent-<pid>-<thread>` → its parts; null for any other name. */
+export function parseIntentName(name: string): { lock: string; pid: number; thread: number } | null {
+  const m = /^(.+)\.intent-(\d+)-(\d+)$/.exec(name);
+  return m ? { lock: m[1]!, pid: Number(m[2]), thread: Number(m[3]) } : null;
+}
+
 /**
  * True when the intents beside `lockDir` show that a dead process made it: at least one
  * intent of another process, all of them dead (their markers are removed). Another
@@ -132,8 +138,8 @@ export function sweepDeadIntents(dir: string): string[] {
   const names = namesIn(dir);
   const swept: string[] = [];
   for (const n of names) {
-    const m = /^(.+)\.intent-(\d+)-\d+$/.exec(n);
-    if (!m || names.includes(m[1]!) || Number(m[2]) === process.pid || !isDeadPid(Number(m[2]))) continue;
+    const intent = parseIntentName(n);
+    if (!intent || names.includes(intent.lock) || intent.pid === process.pid || !isDeadPid(intent.pid)) continue;
     fs.rmSync(path.join(dir, n), { force: true });
     swept.push(n);
   }
@@ -148,13 +154,13 @@ export function sweepDeadIntents(dir: string): string[] {
  * (another thread of a live process) and hold up its take-over. Returns the count.
  */
 export function sweepThreadIntents(root: string, pid: number, thread: number): number {
-  const suffix = `${INTENT}${pid}-${thread}`;
   const agents = path.join(root, 'agents');
   let removed = 0;
   for (const dir of [root, ...namesIn(agents).flatMap((id) => [path.join(agents, id), path.join(agents, id, 'inbox')])]) {
     const names = namesIn(dir);
     for (const n of names) {
-      if (!n.endsWith(suffix)) continue;
+      const intent = parseIntentName(n);
+      if (intent?.pid !== pid || intent.thread !== thread) continue;
       fs.rmSync(path.join(dir, n), { force: true });
       removed += 1;
     }

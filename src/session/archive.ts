@@ -36,12 +36,16 @@ interface ArchiveFile {
 /** sessions.archiveEntries when neither the caller nor sessions.json says otherwise. */
 export const DEFAULT_ARCHIVE_CAP = 60;
 
-export function readArchive(root: string): ArchivedSession[] {
+function readArchiveFile(root: string): ArchiveFile | undefined {
   try {
-    return readJsonFile<ArchiveFile>(hivePaths(root).sessions)?.sessions ?? [];
+    return readJsonFile<ArchiveFile>(hivePaths(root).sessions);
   } catch (err) {
     throw new HiveError('E_IO', `Cannot read ${hivePaths(root).sessions}: ${(err as Error).message}`);
   }
+}
+
+export function readArchive(root: string): ArchivedSession[] {
+  return readArchiveFile(root)?.sessions ?? [];
 }
 
 /**
@@ -57,12 +61,7 @@ async function updateArchive<T>(root: string, cap: number | undefined, change: (
     retries: { retries: 200, minTimeout: 5, maxTimeout: 50 },
   });
   try {
-    let current: ArchiveFile | undefined;
-    try {
-      current = readJsonFile<ArchiveFile>(file);
-    } catch (err) {
-      throw new HiveError('E_IO', `Cannot read ${file}: ${(err as Error).message}`);
-    }
+    const current = readArchiveFile(root);
     const sessions = current?.sessions ?? [];
     const inForce = cap ?? current?.cap ?? DEFAULT_ARCHIVE_CAP;
     const result = change(sessions, inForce);

@@ -33,7 +33,6 @@ import { startSend } from '../telemetry/spans.ts';
 import { startHooksServer } from '../hooks/server.ts';
 import type { JsonLineServer } from '../net/json-line.ts';
 import { listQuestions, answerQuestion, type Question } from '../human/questions.ts';
-import { agentProviderSummarizer } from '../brains/summarizers.ts';
 import { applyArchiveCap, archiveSession, sweepOrphanSessions } from '../session/archive.ts';
 import { brainIdentity, writeSwitchOffer } from '../session/switch.ts';
 import { MemoryActors } from '../memory/actors.ts';
@@ -320,16 +319,6 @@ export class Supervisor {
       const spec = await this.hostedSpec(agentId);
       await handle.call((api) => api.startActors([spec])).catch((err) => appendEvent(this.root, { type: 'actor.resume-failed', agent: agentId, error: errorMessage(err) }));
     }
-  }
-
-  /** sessions.archiveEntries, for session actions run through the control socket. */
-  get archiveCap(): number {
-    return this.config.sessions.archiveEntries;
-  }
-
-  /** The agent's provider as a summarizer (snapshots), when it has one. */
-  async summarizerFor(agentId: string): Promise<((text: string) => Promise<string>) | undefined> {
-    return agentProviderSummarizer(this.root, agentId, this.agents.get(agentId)?.brain);
   }
 
   status(): ActorStatus[] {
