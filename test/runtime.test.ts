@@ -9,6 +9,7 @@ import { agentPaths } from '../src/layout/paths.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
 import { readRegistry } from '../src/registry/registry.ts';
+import { withoutRefusedFlags } from '../src/supervisor/worker-handle.ts';
 
 const crashy = { kind: 'module' as const, module: path.join(FIXTURES, 'brains', 'crashy.ts') };
 const client = { id: 'client', brain: { kind: 'external' as const } };
@@ -181,5 +182,14 @@ describe('agent runtime', () => {
     const config = fastConfig({ agents: [client] });
     await startHive(config);
     await expect(createHive(config).start()).rejects.toMatchObject({ code: 'E_LOCKED' });
+  });
+});
+
+describe('worker flags', () => {
+  it('drops process-wide flags a worker refuses (node --perf-basic-prof ...) and keeps the rest', () => {
+    // Node throws ERR_WORKER_INVALID_EXEC_ARGV for these: passed on, no worker would ever start.
+    expect(withoutRefusedFlags(['--perf-basic-prof', '--enable-source-maps', '--max-old-space-size=100', '--title=x'])).toEqual(['--enable-source-maps']);
+    expect(withoutRefusedFlags(['--enable-source-maps'])).toEqual(['--enable-source-maps']);
+    expect(withoutRefusedFlags([])).toEqual([]);
   });
 });

@@ -10,8 +10,12 @@ import { workerEntry } from './bundle.ts';
  * The parent's flags minus module loaders: a process started as `tsx script.ts` (or by a
  * test runner) passes `--import`/`--require` hooks, and every worker would load them
  * again (~100 ms and ~18 MB each, measured). Worker entries are compiled JavaScript.
+ * Process-wide flags a worker refuses (`--perf-basic-prof`, `--title`...: Node throws
+ * ERR_WORKER_INVALID_EXEC_ARGV and no worker would ever start) are dropped too; they
+ * already apply to the whole process.
  */
 export function workerExecArgv(): string[] {
+  if (cachedExecArgv) return [...cachedExecArgv];
   const out: string[] = [];
   const argv = process.execArgv;
   for (let i = 0; i < argv.length; i++) {
@@ -23,7 +27,27 @@ export function workerExecArgv(): string[] {
     if (/^--(import|require|loader|experimental-loader)=/.test(a)) continue;
     out.push(a);
   }
-  return out;
+  cachedExecArgv = withoutRefusedFlags(out);
+  return [...cachedExecArgv];
+}
+
+let cachedExecArgv: string[] | null = null;
+
+/** Asks Node which flags a worker refuses (it checks them before starting the thread). */
+export function withoutRefusedFlags(argv: string[]): string[] {
+  if (argv.length === 0) return argv;
+  try {
+    const probe = new Worker('', { eval: true, execArgv: argv, stdout: true, stderr: true });
+    void probe.terminate();
+    return argv;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw err;
+    const refused = new Set((e.message.split(':').slice(1).join(':').match(/--?[^\s,]+/g) ?? []).map((f) => f.split('=')[0]));
+    const kept = argv.filter((a) => !refused.has(a.split('=')[0]!));
+    // Unparseable message: keep nothing rather than fail every worker start.
+    return kept.length < argv.length ? withoutRefusedFlags(kept) : [];
+  }
 }
 
 export interface WorkerExit {
