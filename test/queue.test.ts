@@ -10,7 +10,7 @@ import { agentPaths, hivePaths } from '../src/layout/paths.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { moveToDone, readInbox, listInbox } from '../src/queue/inbox.ts';
 import { deliver, resetInboxCache } from '../src/queue/inbox-deliver.ts';
-import { writeOutbox } from '../src/queue/outbox.ts';
+import { readOutbox, writeOutbox, writeOutboxAsync } from '../src/queue/outbox.ts';
 import { commitCursor, readCursor } from '../src/queue/cursor.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import { sweepTempFiles, writeFileAtomic } from '../src/fs/atomic.ts';
@@ -118,6 +118,26 @@ describe('inbox', () => {
 });
 
 describe('outbox and atomic writes', () => {
+  it('writeOutboxAsync: a group commit of several senders, in order, whole files, no temp files; a failed batch leaves no temp files', async () => {
+    const root = await hiveWith('a', 'c');
+    const msgs = Array.from({ length: 6 }, (_, i) => createMessage({ from: i % 2 ? 'a' : 'c', to: 'b', act: 'inform', body: String(i) }));
+    const written = await writeOutboxAsync(root, msgs);
+    expect(written).toHaveLength(6);
+    for (const id of ['a', 'c']) {
+      const dir = agentPaths(root, id).outbox;
+      const mine = msgs.filter((m) => m.from === id);
+      expect(fs.readdirSync(dir).filter((n) => n.startsWith('.tmp-'))).toEqual([]);
+      expect(readOutbox(root, id).map((f) => (f.parsed.ok ? f.parsed.message : null))).toEqual(mine.sort((x, y) => x.id.localeCompare(y.id)));
+    }
+    // A name that cannot be taken (a folder is in the way): the batch fails and its temps are removed.
+    const dir = agentPaths(root, 'a').outbox;
+    const blocked = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'x' });
+    fs.mkdirSync(path.join(dir, `${blocked.id}.json`));
+    const ok = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'y' });
+    await expect(writeOutboxAsync(root, [ok, blocked])).rejects.toThrow();
+    expect(fs.readdirSync(dir).filter((n) => n.startsWith('.tmp-'))).toEqual([]);
+  });
+
   it('writes a batch durably and in order; temp files are swept', async () => {
     const root = await hiveWith('a');
     const msgs = Array.from({ length: 5 }, (_, i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: String(i) }));

@@ -38,15 +38,23 @@ export async function fsyncDirAsync(dir: string): Promise<void> {
 }
 
 async function syncPathAsync(target: string, dataOnly: boolean): Promise<void> {
+  // Only the flush waits on the disk: open and close run here (microseconds each), so
+  // the flush is one trip to the pool instead of three (each trip is two thread switches).
+  const fd = fs.openSync(target, 'r');
+  try {
+    await syncFdAsync(fd, dataOnly);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** `syncFd` on libuv's thread pool. Callbacks, not fs.promises: a FileHandle per message cost the router ~10% of its CPU. */
+async function syncFdAsync(fd: number, dataOnly: boolean): Promise<void> {
   if (FSYNC_DELAY_MS > 0) await new Promise((r) => setTimeout(r, FSYNC_DELAY_MS));
-  // Callbacks, not fs.promises: a FileHandle per message cost the router ~10% of its CPU.
   await new Promise<void>((resolve, reject) => {
-    fs.open(target, 'r', (err, fd) => {
-      if (err) return reject(err);
-      const done = (syncErr: NodeJS.ErrnoException | null) => fs.close(fd, () => (syncErr ? reject(syncErr) : resolve()));
-      if (dataOnly) fs.fdatasync(fd, done);
-      else fs.fsync(fd, done);
-    });
+    const done = (err: NodeJS.ErrnoException | null) => (err ? reject(err) : resolve());
+    if (dataOnly) fs.fdatasync(fd, done);
+    else fs.fsync(fd, done);
   });
 }
 
@@ -149,6 +157,37 @@ export function writeFilesAtomic(dir: string, files: FileToWrite[], options: Wri
     throw err;
   }
   if (durable && files.length > 0) fsyncDir(dir);
+}
+
+/**
+ * `writeFilesAtomic`, durable, with the flushes issued together: every temp file is
+ * written, then all are flushed at once on libuv's pool (the disk serves concurrent
+ * flushes faster than the same flushes one after another), renamed in array order and
+ * made durable with one directory fsync. Same crash outcomes as `writeFilesAtomic`.
+ */
+export async function writeFilesAtomicAsync(dir: string, files: FileToWrite[]): Promise<void> {
+  const temps: string[] = [];
+  const fds: number[] = [];
+  try {
+    for (const f of files) {
+      const tmp = tempNameFor(path.join(dir, f.name));
+      temps.push(tmp);
+      const fd = fs.openSync(tmp, 'w', 0o644);
+      fds.push(fd);
+      fs.writeFileSync(fd, f.data);
+    }
+    await Promise.all(fds.map((fd) => syncFdAsync(fd, false)));
+    for (let i = 0; i < files.length; i++) {
+      fs.renameSync(temps[i]!, path.join(dir, files[i]!.name));
+      temps[i] = '';
+    }
+  } catch (err) {
+    for (const t of temps) if (t) fs.rmSync(t, { force: true });
+    throw err;
+  } finally {
+    for (const fd of fds) fs.closeSync(fd);
+  }
+  if (files.length > 0) await fsyncDirAsync(dir);
 }
 
 /** Writes JSON atomically (pretty-printed, newline-terminated). */

@@ -4,7 +4,7 @@ import { agentPaths } from '../layout/paths.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { readInboxRejecting, type InboxEntry } from './inbox.ts';
 import { deliver } from './inbox-deliver.ts';
-import { encodeMessage, markSent, readOutbox, writeOutbox } from './outbox.ts';
+import { encodeMessage, markSent, readOutbox, writeOutboxAsync } from './outbox.ts';
 import { commitCursor, readCursor } from './cursor.ts';
 import { deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
 import type { PendingItem, Transport } from './transport.ts';
@@ -30,7 +30,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
   return {
     kind: 'fs',
     async send(messages: HiveMessage[]) {
-      writeOutbox(root, messages);
+      await writeOutboxAsync(root, messages);
     },
     async pending(sender: string, limit?: number): Promise<PendingItem[]> {
       return readOutbox(root, sender, limit).map((f) => {
