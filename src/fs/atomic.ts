@@ -97,8 +97,8 @@ export function fsyncDir(dir: string): void {
   }
 }
 
-function writeAndSync(file: string, data: string | Uint8Array, durable: boolean): void {
-  const fd = fs.openSync(file, 'w', 0o644);
+function writeAndSync(file: string, data: string | Uint8Array, durable: boolean, mode = 0o644): void {
+  const fd = fs.openSync(file, 'w', mode);
   try {
     fs.writeFileSync(fd, data);
     if (durable) syncFd(fd);
@@ -110,6 +110,8 @@ function writeAndSync(file: string, data: string | Uint8Array, durable: boolean)
 export interface WriteOptions {
   /** fsync file and directory (default true). false still renames atomically. */
   durable?: boolean;
+  /** Permission bits of the created files (default 0o644). */
+  mode?: number;
 }
 
 /**
@@ -146,7 +148,7 @@ export function writeFilesAtomic(dir: string, files: FileToWrite[], options: Wri
     for (const f of files) {
       const tmp = tempNameFor(path.join(dir, f.name));
       temps.push(tmp);
-      writeAndSync(tmp, f.data, durable);
+      writeAndSync(tmp, f.data, durable, options.mode);
     }
     for (let i = 0; i < files.length; i++) {
       fs.renameSync(temps[i]!, path.join(dir, files[i]!.name));
@@ -165,14 +167,14 @@ export function writeFilesAtomic(dir: string, files: FileToWrite[], options: Wri
  * flushes faster than the same flushes one after another), renamed in array order and
  * made durable with one directory fsync. Same crash outcomes as `writeFilesAtomic`.
  */
-export async function writeFilesAtomicAsync(dir: string, files: FileToWrite[]): Promise<void> {
+export async function writeFilesAtomicAsync(dir: string, files: FileToWrite[], options: Pick<WriteOptions, 'mode'> = {}): Promise<void> {
   const temps: string[] = [];
   const fds: number[] = [];
   try {
     for (const f of files) {
       const tmp = tempNameFor(path.join(dir, f.name));
       temps.push(tmp);
-      const fd = fs.openSync(tmp, 'w', 0o644);
+      const fd = fs.openSync(tmp, 'w', options.mode ?? 0o644);
       fds.push(fd);
       fs.writeFileSync(fd, f.data);
     }
@@ -242,6 +244,25 @@ export function sweepTempFiles(dir: string): string[] {
   const swept = names.filter((n) => n.startsWith(TMP_PREFIX) && !writerAlive(n));
   for (const n of swept) fs.rmSync(path.join(dir, n), { force: true });
   return swept;
+}
+
+/** Reads a text file with its permission bits (one open, fstat, read, close). */
+export function readTextWithMode(file: string): { text: string; mode: number } {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const st = fs.fstatSync(fd);
+    if (st.isDirectory()) throw Object.assign(new Error(`EISDIR: illegal operation on a directory, read '${file}'`), { code: 'EISDIR' });
+    const buf = Buffer.allocUnsafe(st.size);
+    let off = 0;
+    while (off < st.size) {
+      const n = fs.readSync(fd, buf, off, st.size - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return { text: buf.toString('utf8', 0, off), mode: st.mode & 0o7777 };
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** readdir that answers [] for a missing folder. */

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { readInboxRejecting, type InboxEntry } from './inbox.ts';
-import { deliver } from './inbox-deliver.ts';
+import { deliver, type MessageSource } from './inbox-deliver.ts';
 import { encodeMessage, markSent, readOutbox, writeOutboxAsync } from './outbox.ts';
 import { commitCursor, readCursor } from './cursor.ts';
 import { deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
@@ -26,7 +26,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
   const doneCap = options.doneCap ?? 5_000;
   // Messages read from outbox files that hold exactly their canonical text: delivery can
   // hard-link those files instead of writing copies.
-  const sources = new WeakMap<HiveMessage, string>();
+  const sources = new WeakMap<HiveMessage, MessageSource>();
   return {
     kind: 'fs',
     async send(messages: HiveMessage[]) {
@@ -34,7 +34,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     },
     async pending(sender: string, limit?: number): Promise<PendingItem[]> {
       return readOutbox(root, sender, limit).map((f) => {
-        if (f.parsed.ok && f.text === encodeMessage(f.parsed.message)) sources.set(f.parsed.message, f.file);
+        if (f.parsed.ok && f.text === encodeMessage(f.parsed.message)) sources.set(f.parsed.message, { file: f.file, flushed: f.flushed });
         if (f.parsed.ok) return { ref: f.name, message: f.parsed.message, error: null };
         let ageMs = Infinity;
         try {
