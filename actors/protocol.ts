@@ -196,7 +196,7 @@ export type WorkerEvent =
       cursor: number;
       handled: { seq: number; id: string; from: string; act: string }[];
       sent: { id: string; to: string; act: string; subject: string; body: string; in_reply_to: string | null }[];
-      /** Where the turn's time went, in ms (read inbox, brain, commit). */
+      /** Where the turn's time went, in ms (read inbox, brain, commit up to durable). */
       timings: { fetchMs: number; thinkMs: number; commitMs: number };
     }
   | { type: 'actor.poisoned'; agent: string; seq: number; id: string; attempts: number; deadLetter: string; from: string }

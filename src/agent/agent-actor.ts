@@ -400,18 +400,21 @@ export class AgentActor {
     const commitStart = performance.now();
     const work = this.actor?.getSnapshot().context.work;
     const previous = this.actor ? persistedOf(this.actor.getSnapshot().context) : undefined;
-    this.debt = await commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt, previous);
+    // Reported once the turn is durable (state.wal), not after its effects: the reply files
+    // and the move to .done follow, and a restore would finish them from the commit record.
+    const committed = () =>
+      this.o.emit({
+        type: 'actor.processed',
+        agent: this.id,
+        cursor: next.cursor,
+        handled: (work?.entries ?? []).map((e) => ({ seq: e.seq, id: e.message.id, from: e.message.from, act: e.message.act })),
+        sent: messages.map((m) => ({ id: m.id, to: m.to, act: m.act, subject: m.subject, body: m.body, in_reply_to: m.in_reply_to })),
+        timings: { fetchMs: this.thinkStart - this.turnStart, thinkMs: commitStart - this.thinkStart, commitMs: performance.now() - commitStart },
+      });
+    this.debt = await commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt, previous, committed);
     for (const span of this.sendSpans.splice(0)) span.end();
     this.recordTurns();
     if (messages.length > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: messages.length });
-    this.o.emit({
-      type: 'actor.processed',
-      agent: this.id,
-      cursor: next.cursor,
-      handled: (work?.entries ?? []).map((e) => ({ seq: e.seq, id: e.message.id, from: e.message.from, act: e.message.act })),
-      sent: messages.map((m) => ({ id: m.id, to: m.to, act: m.act, subject: m.subject, body: m.body, in_reply_to: m.in_reply_to })),
-      timings: { fetchMs: this.thinkStart - this.turnStart, thinkMs: commitStart - this.thinkStart, commitMs: performance.now() - commitStart },
-    });
   }
 
   private async rejectPoison(next: PersistedAgentContext, poison: WorkEntry & { attempts: number }): Promise<void> {

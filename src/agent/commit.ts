@@ -57,7 +57,10 @@ export async function paySyncDebt(root: string, agentId: string, debt: SyncDebt)
 const PLANT = process.env.HIVE_TEST_PLANT ?? '';
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
-/** Steps 0–3. Returns the new sync debt. */
+/**
+ * Steps 0–3. Returns the new sync debt. `onCommitted` runs right after step 1: the turn
+ * is durable from there on (a restore finishes its effects from the commit record).
+ */
 export async function commitTurn(
   store: StateStore,
   root: string,
@@ -66,6 +69,7 @@ export async function commitTurn(
   doneCap: number,
   debt: SyncDebt,
   previous?: PersistedAgentContext,
+  onCommitted?: () => void,
 ): Promise<SyncDebt> {
   await paySyncDebt(root, next.agentId, debt);
   if (PLANT === 'cursor-before-state' && previous) {
@@ -73,6 +77,7 @@ export async function commitTurn(
     Atomics.wait(pause, 0, 0, 150); // widen the window a crash must hit
   }
   store.append(next, messages);
+  onCommitted?.();
   const written = messages.length > 0 ? writeOutbox(root, messages, { durable: false }) : [];
   moveToDone(root, next.agentId, next.cursor, doneCap);
   return written;

@@ -6,6 +6,10 @@ import type { ReflectResult } from '../memory/reflect.ts';
 export interface HiveEventMap {
   ready: { root: string; agents: number };
   delivered: Delivery;
+  /**
+   * An agent committed a turn (its state.wal holds it: durable). The turn's replies reach
+   * its outbox right after, then the router (see `delivered`).
+   */
   processed: {
     agent: string;
     cursor: number;
