@@ -26,8 +26,11 @@ function watchWithInotify(agentsDir: string, onChange: (agent: string) => void, 
   const add = (id: string, retries = 5) => {
     if (!isAgentId(id) || watchers.has(id)) return;
     try {
-      const w = fs.watch(path.join(agentsDir, id, 'outbox'), (_event, name) => {
-        if (typeof name === 'string' && !name.startsWith('.')) onChange(id);
+      const outbox = path.join(agentsDir, id, 'outbox');
+      // A rename reports both ends: a file arriving and a file the router itself just
+      // moved to .sent/. Only an arrival (the name still exists) is worth a pass.
+      const w = fs.watch(outbox, (_event, name) => {
+        if (typeof name === 'string' && !name.startsWith('.') && fs.existsSync(path.join(outbox, name))) onChange(id);
       });
       w.on('error', (err) => {
         watchers.delete(id);
