@@ -5,8 +5,8 @@ import type { HiveMessage } from '../src/protocol/message.ts';
  * The agent actor's machine. Pure: every effect (reading the inbox, running the brain,
  * committing) is an invoked promise actor supplied with `.provide()` by `actors/agent-actor.ts`.
  *
- *   idle ──wake──► fetching ──work──► thinking ──► committing ──► fetching …
- *                      │ └─poison──► rejecting ─────────────────► fetching
+ *   idle ──wake──► fetching ──work──► thinking ──► committing ──► fetching (more, or woken meanwhile)
+ *                      │ └─poison──► rejecting ─────────────────► fetching      └──► idle (otherwise)
  *                      └─nothing──► idle
  *
  * An effect that rejects is not handled here: the actor ends with `status: 'error'`
@@ -37,6 +37,11 @@ export interface Work {
   poison: (WorkEntry & { attempts: number }) | null;
   /** Seq to skip to when the inbox has a gap that did not fill in time. */
   skipTo: number | null;
+  /**
+   * Entries may be waiting beyond this batch (it was cut at its limit): fetch again after
+   * the commit. Otherwise the actor goes idle unless a wake arrived during the turn.
+   */
+  more?: boolean;
 }
 
 export interface TurnResult {
@@ -209,7 +214,13 @@ export const agentMachine = setup({
             actions: assign(({ context }) => ({ ...applyTurn(persistedOf(context), context.result!), work: null, result: null })),
           },
           {
+            // Deliveries during the turn woke it (wakePending); a cut batch left entries behind.
+            guard: ({ context }) => context.wakePending || context.work?.more === true,
             target: 'fetching',
+            actions: assign(({ context }) => ({ ...applyTurn(persistedOf(context), context.result!), work: null, result: null })),
+          },
+          {
+            target: 'idle',
             actions: assign(({ context }) => ({ ...applyTurn(persistedOf(context), context.result!), work: null, result: null })),
           },
         ],

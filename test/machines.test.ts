@@ -101,9 +101,11 @@ describe('supervised-child machine', () => {
 
 function agentHarness(inbox: number[], restored?: PersistedAgentContext) {
   const committed: PersistedAgentContext[] = [];
+  const fetches: number[] = [];
   const machine = agentMachine.provide({
     actors: {
       fetchWork: fromPromise(async ({ input }) => {
+        fetches.push(input.cursor);
         const next = inbox.filter((s) => s > input.cursor).slice(0, 2);
         if (next.length === 0) return null;
         return {
@@ -111,6 +113,7 @@ function agentHarness(inbox: number[], restored?: PersistedAgentContext) {
           timers: [],
           poison: null,
           skipTo: null,
+          more: inbox.filter((s) => s > input.cursor).length > next.length,
         } satisfies Work;
       }),
       think: fromPromise(async ({ input }) => ({
@@ -129,7 +132,7 @@ function agentHarness(inbox: number[], restored?: PersistedAgentContext) {
     ? machine.resolveState({ value: 'idle', context: { ...restored, work: null, result: null, wakePending: true, stopRequested: false } })
     : undefined;
   const actor = createActor(machine, { input: { agentId: 'b' }, ...(snapshot ? { snapshot } : {}) });
-  return { actor, committed };
+  return { actor, committed, fetches, inbox };
 }
 
 describe('agent machine', () => {
@@ -143,6 +146,22 @@ describe('agent machine', () => {
     expect(h.actor.getSnapshot().context).toMatchObject({ handled: 3, turns: 2, brainState: { seen: [1, 2, 3] } });
     expect(values).toContain('thinking');
     expect(values).toContain('committing');
+  });
+
+  it('after a commit it fetches again only when the batch was cut or a wake arrived during the turn', async () => {
+    const h = agentHarness([1, 2, 3]);
+    h.actor.start();
+    await waitFor(h.actor, (s) => s.matches('idle') && s.context.cursor === 3);
+    // [1,2] was cut at the batch limit: fetch again; [3] was all there was: no empty fetch.
+    expect(h.fetches).toEqual([0, 2]);
+    // A delivery (its wake) while the actor thinks: fetched right after the commit.
+    h.inbox.push(4, 5);
+    h.actor.send({ type: 'hive.wake' });
+    await waitFor(h.actor, (s) => s.matches('thinking'));
+    h.inbox.push(6);
+    h.actor.send({ type: 'hive.wake' });
+    await waitFor(h.actor, (s) => s.matches('idle') && s.context.cursor === 6);
+    expect(h.fetches).toEqual([0, 2, 3, 5]);
   });
 
   it('restores from a JSON round trip of the persisted context and continues where it was', async () => {

@@ -277,6 +277,7 @@ export class AgentActor {
       this.clock.setTimeout(() => this.wake(), 20);
     } else this.gapSince = null;
     if (entries.length === 0 && due.length === 0) return null;
+    let more = false;
     if (entries.length > 0) {
       const first = entries[0]!;
       const m = this.inflight?.seq === first.seq ? this.inflight : null;
@@ -289,11 +290,12 @@ export class AgentActor {
       }
       // After a crash, re-run one message at a time so a poison message is pinned down exactly.
       if (attempts > 1 || restarts > 0) entries.splice(1);
+      more = read.length >= batch || entries.length < read.length;
       this.inflight = { seq: first.seq, attempts, restarts, pid: process.pid };
       this.marker ??= inflightMarker(this.o.root, this.id);
       this.marker.write(this.inflight);
     }
-    return { entries, timers: due, poison: null, skipTo: null };
+    return { entries, timers: due, poison: null, skipTo: null, more };
   }
 
   private async think(context: PersistedAgentContext, work: Work): Promise<TurnResult> {
