@@ -21,6 +21,7 @@ export { HiveError, isHiveError, ERROR_CODES, type HiveErrorCode } from './error
 export { ensureHive, ensureAgent, type AgentSpec } from './layout/ensure.ts';
 export { hivePaths, agentPaths } from './layout/paths.ts';
 export { createFsTransport } from './queue/fs-transport.ts';
+export { writeOutbox, writeOutboxAsync, FLUSHED_MESSAGE_MODE } from './queue/outbox.ts';
 export type { Transport, PendingItem } from './queue/transport.ts';
 export { acquireHiveLock, type HiveLock } from './lock/hive-lock.ts';
 export type { ActorStatus } from './supervisor/supervisor.ts';
