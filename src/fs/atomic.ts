@@ -97,8 +97,22 @@ export function fsyncDir(dir: string): void {
   }
 }
 
-function writeAndSync(file: string, data: string | Uint8Array, durable: boolean, mode = 0o644): void {
-  const fd = fs.openSync(file, 'w', mode);
+/** Creates `file` with `mode` exactly when one is given (fchmod: the umask cannot clear bits). */
+function openForWrite(file: string, mode: number | undefined): number {
+  const fd = fs.openSync(file, 'w', mode ?? 0o644);
+  if (mode !== undefined) {
+    try {
+      fs.fchmodSync(fd, mode);
+    } catch (err) {
+      fs.closeSync(fd);
+      throw err;
+    }
+  }
+  return fd;
+}
+
+function writeAndSync(file: string, data: string | Uint8Array, durable: boolean, mode?: number): void {
+  const fd = openForWrite(file, mode);
   try {
     fs.writeFileSync(fd, data);
     if (durable) syncFd(fd);
@@ -110,7 +124,7 @@ function writeAndSync(file: string, data: string | Uint8Array, durable: boolean,
 export interface WriteOptions {
   /** fsync file and directory (default true). false still renames atomically. */
   durable?: boolean;
-  /** Permission bits of the created files (default 0o644). */
+  /** Permission bits of the created files, set exactly whatever the umask (default 0o644 minus the umask). */
   mode?: number;
 }
 
@@ -169,16 +183,26 @@ export function writeFilesAtomic(dir: string, files: FileToWrite[], options: Wri
  */
 export async function writeFilesAtomicAsync(dir: string, files: FileToWrite[], options: Pick<WriteOptions, 'mode'> = {}): Promise<void> {
   const temps: string[] = [];
-  const fds: number[] = [];
   try {
-    for (const f of files) {
-      const tmp = tempNameFor(path.join(dir, f.name));
-      temps.push(tmp);
-      const fd = fs.openSync(tmp, 'w', options.mode ?? 0o644);
-      fds.push(fd);
-      fs.writeFileSync(fd, f.data);
+    // At most FLUSH_WINDOW descriptors open at once (a large batch must not hit EMFILE).
+    for (let start = 0; start < files.length; start += FLUSH_WINDOW) {
+      const fds: number[] = [];
+      try {
+        for (const f of files.slice(start, start + FLUSH_WINDOW)) {
+          const tmp = tempNameFor(path.join(dir, f.name));
+          temps.push(tmp);
+          const fd = openForWrite(tmp, options.mode);
+          fds.push(fd);
+          fs.writeFileSync(fd, f.data);
+        }
+      } finally {
+        // Every flush settles before its descriptor is closed (a closed number may be reused).
+        const flushed = await Promise.allSettled(fds.map((fd) => syncFdAsync(fd, false)));
+        for (const fd of fds) fs.closeSync(fd);
+        const failed = flushed.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+        if (failed) throw failed.reason;
+      }
     }
-    await Promise.all(fds.map((fd) => syncFdAsync(fd, false)));
     for (let i = 0; i < files.length; i++) {
       fs.renameSync(temps[i]!, path.join(dir, files[i]!.name));
       temps[i] = '';
@@ -186,11 +210,12 @@ export async function writeFilesAtomicAsync(dir: string, files: FileToWrite[], o
   } catch (err) {
     for (const t of temps) if (t) fs.rmSync(t, { force: true });
     throw err;
-  } finally {
-    for (const fd of fds) fs.closeSync(fd);
   }
   if (files.length > 0) await fsyncDirAsync(dir);
 }
+
+/** Flushes one group commit issues at once (and descriptors it holds open). */
+const FLUSH_WINDOW = 64;
 
 /** Writes JSON atomically (pretty-printed, newline-terminated). */
 export function writeJsonAtomic(target: string, value: unknown, options: WriteOptions = {}): void {

@@ -26,9 +26,16 @@ export { trimFolder } from '../fs/capped.ts';
  */
 export const FLUSHED_MESSAGE_MODE = 0o444;
 
-/** True when an outbox file's mode says its writer flushed it (see FLUSHED_MESSAGE_MODE). */
+/** The mode of an outbox file written without a flush (an actor's commit). */
+const UNFLUSHED_MESSAGE_MODE = 0o644;
+
+/**
+ * True when an outbox file's mode says its writer flushed it (see FLUSHED_MESSAGE_MODE).
+ * Hive sets both modes exactly (fchmod), so a umask cannot turn an unflushed file into one
+ * that looks flushed.
+ */
 export function flushedByWriter(mode: number): boolean {
-  return (mode & 0o222) === 0;
+  return (mode & 0o777) === FLUSHED_MESSAGE_MODE;
 }
 
 export function messageFileName(id: string): string {
@@ -50,7 +57,7 @@ export function writeOutbox(root: string, messages: HiveMessage[], options: { du
   const written: string[] = [];
   const durable = options.durable ?? true;
   for (const [dir, files] of outboxFiles(root, messages)) {
-    writeFilesAtomic(dir, files, { durable, ...(durable ? { mode: FLUSHED_MESSAGE_MODE } : {}) });
+    writeFilesAtomic(dir, files, { durable, mode: durable ? FLUSHED_MESSAGE_MODE : UNFLUSHED_MESSAGE_MODE });
     for (const f of files) written.push(path.join(dir, f.name));
   }
   return written;

@@ -38,6 +38,8 @@ export function withoutRefusedFlags(argv: string[]): string[] {
   if (argv.length === 0) return argv;
   try {
     const probe = new Worker('', { eval: true, execArgv: argv, stdout: true, stderr: true });
+    probe.on('error', () => undefined); // it only had to be accepted
+    probe.unref();
     void probe.terminate();
     return argv;
   } catch (err) {
