@@ -164,15 +164,25 @@ export function writeFilesAtomic(dir: string, files: FileToWrite[], options: Wri
       temps.push(tmp);
       writeAndSync(tmp, f.data, durable, options.mode);
     }
-    for (let i = 0; i < files.length; i++) {
-      fs.renameSync(temps[i]!, path.join(dir, files[i]!.name));
-      temps[i] = '';
-    }
+    renameInOrder(dir, files, temps);
   } catch (err) {
-    for (const t of temps) if (t) fs.rmSync(t, { force: true });
+    removeTemps(temps);
     throw err;
   }
   if (durable && files.length > 0) fsyncDir(dir);
+}
+
+/** Step 3 of a batch: each temp file takes its final name, in array order. */
+function renameInOrder(dir: string, files: FileToWrite[], temps: string[]): void {
+  for (let i = 0; i < files.length; i++) {
+    fs.renameSync(temps[i]!, path.join(dir, files[i]!.name));
+    temps[i] = ''; // renamed: nothing left to remove
+  }
+}
+
+/** A failed batch removes the temp files it still holds. */
+function removeTemps(temps: string[]): void {
+  for (const t of temps) if (t) fs.rmSync(t, { force: true });
 }
 
 /**
@@ -203,12 +213,9 @@ export async function writeFilesAtomicAsync(dir: string, files: FileToWrite[], o
         if (failed) throw failed.reason;
       }
     }
-    for (let i = 0; i < files.length; i++) {
-      fs.renameSync(temps[i]!, path.join(dir, files[i]!.name));
-      temps[i] = '';
-    }
+    renameInOrder(dir, files, temps);
   } catch (err) {
-    for (const t of temps) if (t) fs.rmSync(t, { force: true });
+    removeTemps(temps);
     throw err;
   }
   if (files.length > 0) await fsyncDirAsync(dir);
