@@ -9,7 +9,7 @@ import { agentPaths } from '../src/layout/paths.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
 import { readRegistry } from '../src/registry/registry.ts';
-import { withoutRefusedFlags } from '../src/supervisor/worker-handle.ts';
+import { withoutRefusedFlags, workerResourceLimits } from '../src/supervisor/worker-handle.ts';
 
 const crashy = { kind: 'module' as const, module: path.join(FIXTURES, 'brains', 'crashy.ts') };
 const client = { id: 'client', brain: { kind: 'external' as const } };
@@ -194,5 +194,12 @@ describe('worker flags', () => {
     expect(withoutRefusedFlags(['--perf-basic-prof', '--enable-source-maps', '--max-old-space-size=100', '--title=x'])).toEqual(['--enable-source-maps']);
     expect(withoutRefusedFlags(['--enable-source-maps'])).toEqual(['--enable-source-maps']);
     expect(withoutRefusedFlags([])).toEqual([]);
+  });
+
+  it('the parent\'s --max-old-space-size becomes each worker\'s own heap limit', () => {
+    expect(workerResourceLimits(['--max-old-space-size=300'])).toEqual({ maxOldGenerationSizeMb: 300 });
+    expect(workerResourceLimits(['--enable-source-maps', '--max_old_space_size', '512'])).toEqual({ maxOldGenerationSizeMb: 512 });
+    expect(workerResourceLimits(['--enable-source-maps'])).toEqual({});
+    expect(workerResourceLimits(['--max-old-space-size=lots'])).toEqual({});
   });
 });

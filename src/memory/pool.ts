@@ -1,7 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
 import { poolTaskFile } from '../supervisor/bundle.ts';
-import { workerExecArgv } from '../supervisor/worker-handle.ts';
+import { workerExecArgv, workerResourceLimits } from '../supervisor/worker-handle.ts';
 import { jobsFrom, type MemoryJobs } from './jobs.ts';
 
 /**
@@ -30,6 +30,7 @@ export function createPoolJobs(options: PoolOptions): MemoryJobs {
           maxThreads: options.maxThreads,
           idleTimeout: options.idleTimeoutMs ?? 30_000,
           execArgv: workerExecArgv(),
+          resourceLimits: workerResourceLimits(),
         }),
     ));
   return jobsFrom(

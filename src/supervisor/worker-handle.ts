@@ -52,6 +52,21 @@ export function withoutRefusedFlags(argv: string[]): string[] {
   }
 }
 
+/**
+ * The parent's `--max-old-space-size` as a worker's own heap limit: the flag is
+ * process-wide and a worker refuses it in `execArgv` (see `workerExecArgv`), so it would
+ * otherwise not apply to worker threads at all.
+ */
+export function workerResourceLimits(argv: readonly string[] = process.execArgv): { maxOldGenerationSizeMb?: number } {
+  for (let i = 0; i < argv.length; i++) {
+    const m = /^--max[-_]old[-_]space[-_]size(?:=(\d+))?$/.exec(argv[i]!);
+    if (!m) continue;
+    const mb = Number(m[1] ?? argv[i + 1]);
+    if (Number.isInteger(mb) && mb > 0) return { maxOldGenerationSizeMb: mb };
+  }
+  return {};
+}
+
 export interface WorkerExit {
   code: number | null;
   error: Error | null;
@@ -94,6 +109,7 @@ export class WorkerHandle<Api> {
       workerData: { ...init, kind, events: channel.port2 } satisfies WorkerInit,
       transferList: init.telemetry?.relay ? [channel.port2, init.telemetry.relay] : [channel.port2],
       execArgv: workerExecArgv(),
+      resourceLimits: workerResourceLimits(),
     });
     let handle: WorkerHandle<Api> | null = null;
     let firstError: Error | null = null;
