@@ -224,6 +224,9 @@ export class Supervisor {
       throw new HiveError('E_BAD_CONFIG', `Agent "${spec.id}" is already running`);
     }
     const previousBrain = readRegistry(this.root).agents[spec.id]?.brain;
+    // Noted before the files are written as well as after: an audit commit already running
+    // may pick the new files up, and it must carry the reason (noted during its `git add`).
+    this.observer?.note(`spawned ${spec.id}`);
     const entry = await ensureAgent(this.root, { id: spec.id, name: spec.name ?? spec.id, role: spec.role ?? 'agent', brain }, 'runtime');
     await this.noticeProviderSwitch(spec.id, previousBrain, brain);
     await updateRegistry(this.root, (r) => {
