@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import { agentPaths } from '../layout/paths.ts';
 import { fsyncDirAsync, syncFileAsync } from '../fs/atomic.ts';
 import type { HiveMessage } from '../protocol/message.ts';
@@ -33,11 +32,11 @@ export type SyncDebt = string[];
  * (libuv's pool), so the journal commits them in one go instead of one after another.
  */
 export async function paySyncDebt(root: string, agentId: string, debt: SyncDebt): Promise<void> {
-  // Under light load the router has taken them all already: no trip to the thread pool.
-  const waiting = debt.filter((file) => fs.existsSync(file));
-  if (waiting.length === 0) return;
+  if (debt.length === 0) return;
+  // A file the router took already fails its open with ENOENT here, before any trip to the
+  // thread pool (syncFileAsync opens in this thread): no separate existence check.
   const synced = await Promise.all(
-    waiting.map((file) =>
+    debt.map((file) =>
       syncFileAsync(file).then(
         () => true,
         (err: NodeJS.ErrnoException) => {

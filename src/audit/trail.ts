@@ -54,7 +54,12 @@ export class AuditTrail {
     this.sweep.unref();
   }
 
-  /** Records that something significant changed; it will be committed soon. */
+  /**
+   * Records that something significant changed; it will be committed soon. Note a change
+   * before writing it (and again after, when the write takes a while): a commit already
+   * running names reasons noted during its `git add`, not ones noted after it, and it may
+   * still pick the files up — the later commit would then be empty and its reason lost.
+   */
   note(reason: string): void {
     if (this.closed) return;
     if (!this.pending.includes(reason)) {
