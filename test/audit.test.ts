@@ -6,6 +6,7 @@ import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
 import { FIXTURES } from './helpers/fixture.ts';
 import { createHive } from '../src/hive.ts';
 import { git } from '../src/audit/git.ts';
+import { AuditTrail } from '../src/audit/trail.ts';
 import { recoverIndexLock } from '../src/audit/index-lock.ts';
 import { auditHistory } from '../src/audit/history.ts';
 import { readLog } from '../src/log/read.ts';
@@ -90,6 +91,32 @@ describe('git audit trail', () => {
     }
     expect((await auditHistory(root)).some((e) => e.subject.includes('spawned after-crash'))).toBe(true);
   }, 60_000);
+
+  it('a held trail commits nothing until released (a starting hive holds its first commit until ready); flush still commits', async () => {
+    const root = tempRoot();
+    fs.mkdirSync(root, { recursive: true });
+    fs.writeFileSync(path.join(root, 'registry.json'), '{}\n');
+    const trail = new AuditTrail(root, { intervalMs: 50, settleMs: 20 });
+    trail.hold();
+    const starting = trail.start(); // not awaited: notes and flushes queue behind it
+    trail.note('early note');
+    await starting;
+    await new Promise((r) => setTimeout(r, 400));
+    expect(trail.commits).toBe(0);
+    trail.release();
+    const deadline = Date.now() + 10_000;
+    while (trail.commits === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(trail.commits).toBe(1);
+    expect((await auditHistory(root))[0]!.subject).toContain('hive started');
+    trail.hold();
+    fs.writeFileSync(path.join(root, 'registry.json'), '{"changed":true}\n');
+    trail.note('registry changed');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(trail.commits).toBe(1);
+    await trail.flush();
+    expect(trail.commits).toBe(2);
+    await trail.close();
+  }, 30_000);
 
   it('a burst of 1,000 messages that each change memory.md makes a handful of commits, not 1,000', async () => {
     const intervalMs = 1_000;

@@ -30,11 +30,13 @@ export class AuditTrail {
   private timer: NodeJS.Timeout | null = null;
   private sweep: NodeJS.Timeout | null = null;
   private running: Promise<void> = Promise.resolve();
+  private starting: Promise<void> = Promise.resolve();
   private busy = false;
   private lastCommitAt = 0;
   private firstPendingAt = 0;
   private closed = false;
   private ready = false;
+  private held = false;
   private readonly listeners = new Set<(c: AuditCommit) => void>();
   /** Commits made by this trail (for tests and status). */
   commits = 0;
@@ -44,14 +46,40 @@ export class AuditTrail {
     private readonly o: AuditOptions,
   ) {}
 
-  /** Creates or checks the repository and commits what is already there. */
+  /**
+   * Creates or checks the repository and commits what is already there. Commits (and
+   * `flush()`) queue behind this, so a caller need not wait for it: the supervisor starts
+   * its workers meanwhile.
+   */
   async start(): Promise<void> {
-    await ensureRepo(this.root);
+    const starting = ensureRepo(this.root);
+    this.running = this.starting = starting.then(
+      () => undefined,
+      () => undefined,
+    );
+    await starting;
+    if (this.closed) return;
     this.ready = true;
     this.note('hive started');
     const sweepMs = this.o.sweepMs ?? 30_000;
     this.sweep = setInterval(() => this.note('changes on disk'), sweepMs);
     this.sweep.unref();
+  }
+
+  /**
+   * No commit starts until `release()` (an explicit `flush()` still commits). A starting
+   * hive holds its first commit: a git process forked from a supervisor that is spawning
+   * a hundred workers costs them CPU, and the files are not all there yet anyway.
+   */
+  hold(): void {
+    this.held = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  release(): void {
+    this.held = false;
+    if (this.pending.length > 0) this.schedule();
   }
 
   /**
@@ -85,6 +113,7 @@ export class AuditTrail {
 
   /** Final commit, then no more. */
   async close(): Promise<void> {
+    await this.starting;
     if (this.sweep) clearInterval(this.sweep);
     if (this.ready && this.pending.length > 0) await this.flush();
     else await this.running;
@@ -93,7 +122,7 @@ export class AuditTrail {
   }
 
   private schedule(): void {
-    if (this.timer || this.busy || !this.ready) return;
+    if (this.timer || this.busy || !this.ready || this.held) return;
     const now = Date.now();
     const at = Math.max(this.lastCommitAt + this.o.intervalMs, this.firstPendingAt + (this.o.settleMs ?? 200));
     this.timer = setTimeout(() => {
@@ -104,7 +133,7 @@ export class AuditTrail {
   }
 
   private async commitNow(): Promise<void> {
-    if (this.pending.length === 0) return;
+    if (this.pending.length === 0 || !this.ready) return;
     this.busy = true;
     let reasons = this.pending;
     this.pending = [];

@@ -139,10 +139,12 @@ export class Supervisor {
       await this.archiveRemovedAgents();
       phase('ensure');
       this.sweepOrphans();
+      phase('orphans');
       this.observer = await HiveObserver.start(this.config, this.observe, () =>
         this.status().flatMap((s) => (s.kind === 'agent' || s.kind === 'passive' ? [{ agent: s.id, depth: s.inboxDepth }] : [])),
       );
       this.events.on('condensed', (r) => r.status === 'condensed' && this.observer?.note(`condensed memory of ${r.agent}`));
+      phase('observer');
       await applyArchiveCap(this.root, this.config.sessions.archiveEntries);
       sweepOrphanSessions(this.root);
       phase('sweep');
@@ -163,10 +165,18 @@ export class Supervisor {
         this.members.set(hostId, [...(this.members.get(hostId) ?? []), r.entry.id]);
       }
       phase('plan');
-      // Restore every actor (and replay its inbox) before routing starts (DESIGN §5).
-      await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId)));
+      // The router's worker boots alongside the agents' (~0.1 s of a cold start); it
+      // routes only once every actor is restored and its inbox replayed (DESIGN §5).
+      const routerBooting = this.routerWorker();
+      routerBooting.catch(() => undefined); // its start (or close) takes the error
+      try {
+        await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId)));
+      } catch (err) {
+        void routerBooting.then((h) => h.terminate(), () => undefined);
+        throw err;
+      }
       phase('hosts');
-      await this.startRouter();
+      await this.startRouter(routerBooting);
       phase('router');
       // Memory actors start now but do not hold up `ready` (routing does not need them).
       this.memory.start();
@@ -187,6 +197,7 @@ export class Supervisor {
       });
       phase('sockets');
       appendEvent(this.root, { type: 'hive.started', agents: runnable.length, pid: process.pid, phases_ms: phases });
+      this.observer.started();
       this.events.emit('ready', { root: this.root, agents: runnable.length });
     } catch (err) {
       await this.close().catch(() => undefined);
@@ -485,24 +496,41 @@ export class Supervisor {
     return this.observer?.tracer ? 10_000 : 0;
   }
 
-  private async startRouter(): Promise<void> {
+  /** A router worker, booted but not routing (its `start()` begins that). */
+  private routerWorker(): Promise<WorkerHandle<RouterHostApi>> {
     const r = this.config.router;
+    const telemetry = this.observer?.workerTelemetry(ROUTER_HOST, []);
+    return WorkerHandle.start<RouterHostApi>(
+      'router-host',
+      {
+        hostId: ROUTER_HOST,
+        root: this.root,
+        routerSettings: { pollMs: r.pollMs, hopCap: r.hopCap, batchPerSender: r.batchPerSender, sentCap: r.sentCap, doneCap: this.config.supervisor.doneCap, watch: true },
+        ...(telemetry ? { telemetry } : {}),
+      },
+      (e) => this.onWorkerEvent(e),
+    );
+  }
+
+  /**
+   * Starts routing. `booted`: a router worker started earlier (while the agents were
+   * restored), used for the first start; restarts boot their own.
+   */
+  private async startRouter(booted: Promise<WorkerHandle<RouterHostApi>> | null): Promise<void> {
+    let first = booted;
     this.router = new HostChild<RouterHostApi>(ROUTER_HOST, this.config.supervisor.restart, {
       start: async () => {
-        const telemetry = this.observer?.workerTelemetry(ROUTER_HOST, []);
-        const handle = await WorkerHandle.start<RouterHostApi>(
-          'router-host',
-          {
-            hostId: ROUTER_HOST,
-            root: this.root,
-            routerSettings: { pollMs: r.pollMs, hopCap: r.hopCap, batchPerSender: r.batchPerSender, sentCap: r.sentCap, doneCap: this.config.supervisor.doneCap, watch: true },
-            ...(telemetry ? { telemetry } : {}),
-          },
-          (e) => this.onWorkerEvent(e),
-        );
-        await handle.call((api) => api.start());
+        const pending = first;
+        first = null;
+        const handle = await (pending ?? this.routerWorker());
+        try {
+          await handle.call((api) => api.start());
+        } catch (err) {
+          await handle.terminate();
+          throw err;
+        }
         this.routerHandle = handle;
-        for (const [hostId, host] of this.hosts) if (host.handle) await this.linkToRouter(hostId, host.handle);
+        await Promise.all([...this.hosts].map(([hostId, host]) => (host.handle ? this.linkToRouter(hostId, host.handle) : undefined)));
         return handle;
       },
       drain: async (handle) => {

@@ -40,6 +40,7 @@ const SDK_FILE = path.join(repoRoot(), 'src', 'telemetry', 'sdk.ts');
 export class HiveObserver {
   tracer: Tracer | null = null;
   audit: AuditTrail | null = null;
+  private auditStarting: Promise<void> = Promise.resolve();
   private tracing: TracingHandle | null = null;
   private metricsSdk: MetricsHandle | null = null;
   private metrics: HiveMetrics | null = null;
@@ -89,14 +90,16 @@ export class HiveObserver {
     }
     if (config.audit.enabled) {
       writeConfigSnapshot(config.root, { ...config, configDir: undefined });
-      o.audit = new AuditTrail(config.root, { intervalMs: config.audit.intervalMs });
-      try {
-        await o.audit.start();
-      } catch (err) {
+      const audit = new AuditTrail(config.root, { intervalMs: config.audit.intervalMs });
+      o.audit = audit;
+      // Not awaited: git init and config run while the workers start; the first commit
+      // waits for `started()`.
+      audit.hold();
+      o.auditStarting = audit.start().catch((err) => {
         // No git, or a broken repository: the hive runs without its audit trail.
         appendEvent(config.root, { type: 'audit.failed', error: errorMessage(err) });
-        o.audit = null;
-      }
+        if (o.audit === audit) o.audit = null;
+      });
     }
     return o;
   }
@@ -119,6 +122,11 @@ export class HiveObserver {
       init.relay = port2;
     } else if (t) init.otlpEndpoint = t.otlpEndpoint;
     return init;
+  }
+
+  /** The hive is ready: the audit trail may commit (it held its commits while workers started). */
+  started(): void {
+    this.audit?.release();
   }
 
   /** Significant change for the audit trail. */
@@ -183,6 +191,7 @@ export class HiveObserver {
   /** Final audit commit, last export, rotation stopped. */
   async close(): Promise<void> {
     await this.rotation?.stop();
+    await this.auditStarting;
     await this.audit?.close();
     // An exporter passed in by the caller stays theirs: flush into it, do not shut it down.
     if (this.options.spanExporter) await this.tracing?.forceFlush().catch(() => undefined);
