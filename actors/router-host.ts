@@ -7,6 +7,7 @@ import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { createActor, fromPromise } from 'xstate';
 import { watchOutboxes, type OutboxWatcher } from '../src/router/outbox-watcher.ts';
+import { PendingOutboxes } from '../src/router/pending-outboxes.ts';
 import type { RouterHostApi, RouterLinkMessage, WorkerEvent, WorkerInit } from './protocol.ts';
 import type { HiveMessage } from '../src/protocol/message.ts';
 import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
@@ -30,16 +31,11 @@ const directory = createDirectoryCache(init.root);
 const telemetry = await startWorkerTelemetry(init.telemetry);
 const tracer = telemetry?.tracer ?? null;
 
-/**
- * Which outboxes to scan next pass. Senders report their writes (`kick`), file events
- * name the folder; the poll and a restart scan everything.
- */
-let dirty = new Set<string>();
-let scanAll = true;
+const pending = new PendingOutboxes();
 
-function markDirty(senders?: string[]): void {
-  if (!senders) scanAll = true;
-  else for (const s of senders) dirty.add(s);
+/** Senders wrote to their outboxes (none named: look at every outbox) — read them next pass. */
+function outboxChanged(senders?: string[]): void {
+  if (pending.mark(senders)) actor.send({ type: 'hive.outbox.changed' });
 }
 
 /** Direct links to agent hosts: who lives where, and the port to wake them. */
@@ -62,9 +58,7 @@ const machine = routerMachine.provide({
       const latenciesMs: number[] = [];
       // Route spans by message id, ended when every recipient has it (or at the end of the pass).
       const routeSpans = new Map<string, { span: Span | null; left: number }>();
-      const senders = scanAll ? undefined : dirty;
-      scanAll = false;
-      dirty = new Set();
+      const senders = pending.take();
       const report = await routeOnce({
         root: init.root,
         transport,
@@ -106,13 +100,10 @@ const machine = routerMachine.provide({
           items: report.rejected.map((r) => ({ sender: r.sender, ref: r.ref, error: r.reason.error, ...(r.reason.code ? { code: r.reason.code } : {}) })),
         });
       }
-      markDirty(report.moreSenders);
+      pending.keep(report.moreSenders);
       if (report.unsettled > 0) {
         // Files caught mid-write: look again shortly, every sender (cheap, and rare).
-        setTimeout(() => {
-          markDirty();
-          actor.send({ type: 'hive.outbox.changed' });
-        }, 300).unref();
+        setTimeout(() => outboxChanged(), 300).unref();
       }
       return { delivered: report.delivered.length, rejected: report.rejected.length, more: report.more };
     }),
@@ -147,21 +138,18 @@ const api: RouterHostApi = {
       const agentsDir = hivePaths(init.root).agents;
       watcher = watchOutboxes(
         agentsDir,
-        (agent) => {
-          markDirty([agent]);
-          actor.send({ type: 'hive.outbox.changed' });
-        },
+        (agent) => outboxChanged([agent]),
         (err) => appendEvent(init.root, { type: 'router.watch-error', error: String(err) }),
+        (agent) => pending.due(agent),
       );
     }
     poll = setInterval(() => {
-      markDirty();
+      pending.mark();
       actor.send({ type: 'hive.router.poll' });
     }, settings.pollMs);
   },
   kick(senders) {
-    markDirty(senders);
-    actor.send({ type: 'hive.outbox.changed' });
+    outboxChanged(senders);
   },
   attachHost(hostId, agents, port) {
     links.get(hostId)?.port.close();
@@ -169,8 +157,7 @@ const api: RouterHostApi = {
     for (const a of agents) hostOfAgent.set(a, hostId);
     port.on('message', (m: RouterLinkMessage) => {
       if (m.type !== 'kick') return;
-      markDirty(m.senders);
-      actor.send({ type: 'hive.outbox.changed' });
+      outboxChanged(m.senders);
     });
     port.unref();
   },

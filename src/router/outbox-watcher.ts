@@ -17,11 +17,15 @@ export interface OutboxWatcher {
   close(): Promise<void>;
 }
 
-export function watchOutboxes(agentsDir: string, onChange: (agent: string) => void, onError: (err: unknown) => void): OutboxWatcher {
-  return process.platform === 'linux' ? watchWithInotify(agentsDir, onChange, onError) : watchWithChokidar(agentsDir, onChange, onError);
+/**
+ * `alreadyDue(agent)`: true when the router will read that outbox anyway; its events are
+ * then dropped before any system call.
+ */
+export function watchOutboxes(agentsDir: string, onChange: (agent: string) => void, onError: (err: unknown) => void, alreadyDue: (agent: string) => boolean = () => false): OutboxWatcher {
+  return process.platform === 'linux' ? watchWithInotify(agentsDir, onChange, onError, alreadyDue) : watchWithChokidar(agentsDir, onChange, onError);
 }
 
-function watchWithInotify(agentsDir: string, onChange: (agent: string) => void, onError: (err: unknown) => void): OutboxWatcher {
+function watchWithInotify(agentsDir: string, onChange: (agent: string) => void, onError: (err: unknown) => void, alreadyDue: (agent: string) => boolean): OutboxWatcher {
   const watchers = new Map<string, fs.FSWatcher>();
   const add = (id: string, retries = 5) => {
     if (!isAgentId(id) || watchers.has(id)) return;
@@ -30,7 +34,7 @@ function watchWithInotify(agentsDir: string, onChange: (agent: string) => void, 
       // A rename reports both ends: a file arriving and a file the router itself just
       // moved to .sent/. Only an arrival (the name still exists) is worth a pass.
       const w = fs.watch(outbox, (_event, name) => {
-        if (typeof name === 'string' && !name.startsWith('.') && fs.existsSync(path.join(outbox, name))) onChange(id);
+        if (typeof name === 'string' && !name.startsWith('.') && !alreadyDue(id) && fs.existsSync(path.join(outbox, name))) onChange(id);
       });
       w.on('error', (err) => {
         watchers.delete(id);
