@@ -13,7 +13,7 @@ import { deliver, resetInboxCache } from '../src/queue/inbox-deliver.ts';
 import { readOutbox, writeOutbox, writeOutboxAsync } from '../src/queue/outbox.ts';
 import { commitCursor, readCursor } from '../src/queue/cursor.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
-import { sweepTempFiles, writeFileAtomic } from '../src/fs/atomic.ts';
+import { sweepTempFiles, tempNameFor, writeFileAtomic } from '../src/fs/atomic.ts';
 import { sweepDeadIntents, sweepThreadIntents } from '../src/lock/owner.ts';
 
 async function hiveWith(...ids: string[]) {
@@ -146,6 +146,13 @@ describe('outbox and atomic writes', () => {
     expect(names).toEqual(msgs.map((m) => `${m.id}.json`));
     fs.writeFileSync(path.join(agentPaths(root, 'a').outbox, '.tmp-x.json-1234'), '{"torn');
     expect(sweepTempFiles(agentPaths(root, 'a').outbox)).toEqual(['.tmp-x.json-1234']);
+    // A temp file of a live writer (here: the parent process) stays; names never repeat.
+    const names1k = Array.from({ length: 1_000 }, () => tempNameFor(path.join(agentPaths(root, 'a').outbox, 'y.json')));
+    expect(new Set(names1k).size).toBe(1_000);
+    const live = names1k[0]!.replace(`-${process.pid}-`, `-${process.ppid}-`);
+    fs.writeFileSync(live, '{"half');
+    expect(sweepTempFiles(agentPaths(root, 'a').outbox)).toEqual([]);
+    fs.rmSync(live);
     // Lock intents of a dead process: swept when no lock folder is beside them, kept when one
     // is (they let that folder be taken over at once).
     const inbox = agentPaths(root, 'a').inbox;
