@@ -27,6 +27,24 @@ describe('agent runtime', () => {
     expect(reply).toMatchObject({ from: 'echo', to: 'client', act: 'inform', in_reply_to: req.id, body: 'ping', subject: 'Re: Hi', hops: 1, conversation: req.conversation });
   });
 
+  it('a turn that waits on nothing reports its state once, not once per transition; status still follows the cursor', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'echo', brain: { kind: 'echo' } }, client] }));
+    await new Promise((r) => setTimeout(r, 100)); // let the start-up report settle
+    const values: string[] = [];
+    const off = hive.on('state', (e) => {
+      if (e.actor === 'echo') values.push(e.value);
+    });
+    const processed = nextEvent(hive, 'processed', (e) => e.agent === 'echo');
+    await hive.send({ from: 'client', to: 'echo', act: 'request', body: 'ping' });
+    await processed;
+    await waitFor(hive, () => hive.status().find((s) => s.id === 'echo')?.cursor === 1, 'status shows cursor 1');
+    off();
+    // fetching → thinking → committing → idle was four events, one postMessage each.
+    expect(values.length).toBeGreaterThanOrEqual(1);
+    expect(values.length).toBeLessThanOrEqual(2);
+    expect(values.at(-1)).toBe('idle');
+  });
+
   it('routes a message file written by hand into an outbox', async () => {
     const hive = await startHive(fastConfig({ agents: [{ id: 'echo', brain: { kind: 'echo' } }, client] }));
     fs.writeFileSync(

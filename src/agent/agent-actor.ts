@@ -80,7 +80,9 @@ export class AgentActor {
   private gapSince: number | null = null;
   private restoredFrom: 'state' | 'fresh' | null = null;
   private mirrorHandle: unknown = null;
-  private lastValue = 'idle';
+  private latestState: { value: string; cursor: number; handled: number } | null = null;
+  private reported: { value: string; cursor: number; handled: number } = { value: 'idle', cursor: -1, handled: -1 };
+  private stateReport: NodeJS.Immediate | null = null;
   private turnStart = 0;
   private session: Session | null = null;
   private pendingTurns: { input: BrainInput; out: BrainOutput }[] = [];
@@ -197,15 +199,27 @@ export class AgentActor {
   }
 
   private onSnapshot(value: string, context: AgentContext): void {
-    if (value !== this.lastValue) {
-      this.lastValue = value;
-      this.o.emit({ type: 'actor.state', agent: this.id, value, cursor: context.cursor, handled: context.handled });
-    }
+    this.latestState = { value, cursor: context.cursor, handled: context.handled };
+    if (!this.stateReport) this.stateReport = setImmediate(() => this.reportState());
     this.contextReport?.changed(context);
     if (value === 'idle') {
       this.armTimer(context.timers);
       this.scheduleMirror();
     }
+  }
+
+  /**
+   * One `actor.state` event per pass of the event loop, with the latest value: a turn that
+   * runs fetching → thinking → committing → idle without waiting on anything shows only
+   * where it ended (a postMessage per transition was ~8% of an agent thread at light load
+   * and sat in every turn's latency). A turn that waits (a brain thinking) is seen waiting.
+   */
+  private reportState(): void {
+    this.stateReport = null;
+    const s = this.latestState;
+    if (!s || (s.value === this.reported.value && s.cursor === this.reported.cursor && s.handled === this.reported.handled)) return;
+    this.reported = s;
+    this.o.emit({ type: 'actor.state', agent: this.id, ...s });
   }
 
   private startPoll(): unknown {
