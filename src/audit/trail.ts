@@ -77,9 +77,14 @@ export class AuditTrail {
     this.timer = null;
   }
 
+  /** Commits may start again, the first one a settle period from now (not at once: a hive
+   * that just became ready is answering its first messages). */
   release(): void {
     this.held = false;
-    if (this.pending.length > 0) this.schedule();
+    if (this.pending.length > 0) {
+      this.firstPendingAt = Date.now();
+      this.schedule();
+    }
   }
 
   /**
