@@ -15,6 +15,7 @@ import { commitCursor, readCursor } from '../src/queue/cursor.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import { sweepTempFiles, tempNameFor, writeFileAtomic } from '../src/fs/atomic.ts';
 import { sweepDeadIntents, sweepThreadIntents } from '../src/lock/owner.ts';
+import { noteAdded, trimFolder } from '../src/fs/capped.ts';
 
 async function hiveWith(...ids: string[]) {
   const root = tempRoot();
@@ -197,5 +198,30 @@ describe('outbox and atomic writes', () => {
     expect(reads).toBeGreaterThan(0);
     expect(bad).toBe(0); // never missing, never half old and half new
     expect(fs.readdirSync(root).sort()).toEqual(['x.json', 'x.json.stop']);
+  });
+});
+
+describe('capped folders (.sent, .done)', () => {
+  it('keep the newest names: oldest files and a stray folder go, on write, amortized', () => {
+    const dir = path.join(tempRoot(), 'sent');
+    fs.mkdirSync(dir, { recursive: true });
+    const name = (i: number) => String(i).padStart(3, '0');
+    for (let i = 0; i < 30; i++) {
+      if (i === 1) {
+        fs.mkdirSync(path.join(dir, name(i)));
+        fs.writeFileSync(path.join(dir, name(i), 'inside'), 'x');
+      } else fs.writeFileSync(path.join(dir, name(i)), String(i));
+    }
+    trimFolder(dir, 10);
+    expect(fs.readdirSync(dir).sort()).toEqual(Array.from({ length: 10 }, (_, i) => name(20 + i)));
+    // 10 + 10% + 16 = 27 entries before the next trim: the folder never grows past that.
+    let most = 0;
+    for (let i = 30; i < 80; i++) {
+      fs.writeFileSync(path.join(dir, name(i)), String(i));
+      noteAdded(dir, 1, 10);
+      most = Math.max(most, fs.readdirSync(dir).length);
+    }
+    expect(most).toBeLessThanOrEqual(27);
+    expect(fs.readdirSync(dir).sort().at(-1)).toBe(name(79));
   });
 });
