@@ -47,9 +47,9 @@ export class AuditTrail {
   ) {}
 
   /**
-   * Creates or checks the repository and commits what is already there. Commits (and
-   * `flush()`) queue behind this, so a caller need not wait for it: the supervisor starts
-   * its workers meanwhile.
+   * Creates or checks the repository and commits what is already there. Commits and
+   * `flush()` queue behind it, so nothing is lost when a caller does not wait for it (the
+   * supervisor does wait: see `hold()` for why git should not run while workers start).
    */
   async start(): Promise<void> {
     const starting = ensureRepo(this.root);

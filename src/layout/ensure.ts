@@ -1,7 +1,7 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { HiveError } from '../errors.ts';
 import { agentPaths, hivePaths } from './paths.ts';
-import path from 'node:path';
 import { createFileOnce, writeFilesAtomicAsync, writeJsonAtomic, type FileToWrite } from '../fs/atomic.ts';
 import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { updateRegistry, type RegistryEntry } from '../registry/registry.ts';
