@@ -98,9 +98,8 @@ describe('git audit trail', () => {
     fs.writeFileSync(path.join(root, 'registry.json'), '{}\n');
     const trail = new AuditTrail(root, { intervalMs: 50, settleMs: 20 });
     trail.hold();
-    const starting = trail.start(); // not awaited: notes and flushes queue behind it
+    await trail.start();
     trail.note('early note');
-    await starting;
     await new Promise((r) => setTimeout(r, 400));
     expect(trail.commits).toBe(0);
     trail.release();

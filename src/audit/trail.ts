@@ -30,7 +30,6 @@ export class AuditTrail {
   private timer: NodeJS.Timeout | null = null;
   private sweep: NodeJS.Timeout | null = null;
   private running: Promise<void> = Promise.resolve();
-  private starting: Promise<void> = Promise.resolve();
   private busy = false;
   private lastCommitAt = 0;
   private firstPendingAt = 0;
@@ -46,19 +45,9 @@ export class AuditTrail {
     private readonly o: AuditOptions,
   ) {}
 
-  /**
-   * Creates or checks the repository and commits what is already there. Commits and
-   * `flush()` queue behind it, so nothing is lost when a caller does not wait for it (the
-   * supervisor does wait: see `hold()` for why git should not run while workers start).
-   */
+  /** Creates or checks the repository and commits what is already there. */
   async start(): Promise<void> {
-    const starting = ensureRepo(this.root);
-    this.running = this.starting = starting.then(
-      () => undefined,
-      () => undefined,
-    );
-    await starting;
-    if (this.closed) return;
+    await ensureRepo(this.root);
     this.ready = true;
     this.note('hive started');
     const sweepMs = this.o.sweepMs ?? 30_000;
@@ -118,7 +107,6 @@ export class AuditTrail {
 
   /** Final commit, then no more. */
   async close(): Promise<void> {
-    await this.starting;
     if (this.sweep) clearInterval(this.sweep);
     if (this.ready && this.pending.length > 0) await this.flush();
     else await this.running;
