@@ -1,47 +1,23 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
+import { runGit, type GitResult } from './git-exec.ts';
+import { currentGitRunner } from './git-runner.ts';
 
-/**
- * Git for the audit trail, through execa. The environment is cleaned of variables that
- * would point git at another repository (a hive started from a git hook inherits
- * GIT_DIR/GIT_INDEX_FILE), prompts are off, and signing is off for this repository.
- */
-
-const FOREIGN = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_CEILING_DIRECTORIES', 'GIT_PREFIX'];
-
-function gitEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', LC_ALL: 'C' };
-  for (const k of FOREIGN) delete env[k];
-  return env;
-}
-
-export interface GitResult {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-}
+export type { GitResult } from './git-exec.ts';
 
 /**
  * Runs `git ARGS` in `root`; never throws for a non-zero exit (the caller reads
- * `exitCode`), only when git cannot be started.
+ * `exitCode`), only when git cannot be started. Through this process's git runner when
+ * one is up (an audit trail starts it; see git-runner.ts for why), else directly.
  * @example const r = await git(root, ['rev-list', '--count', 'HEAD']);
  */
 export async function git(root: string, args: string[], options: { input?: string } = {}): Promise<GitResult> {
-  const r = await execa('git', args, {
-    cwd: root,
-    env: gitEnv(),
-    extendEnv: false,
-    reject: false,
-    stripFinalNewline: false,
-    // Never kill git when the hive exits: a git killed mid-commit leaves index.lock behind.
-    // (execa's cleanup also installs signal-exit handlers, which re-raise a SIGINT the
-    // CLI handles itself: `hive start` would die on Ctrl-C while a commit runs.)
-    cleanup: false,
-    ...(options.input !== undefined ? { input: options.input } : { stdin: 'ignore' as const }),
-  });
-  if (r.failed && r.exitCode === undefined) throw new Error(`git ${args[0]} could not run: ${r.message}`);
-  return { exitCode: r.exitCode ?? 1, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? '') };
+  const runner = currentGitRunner();
+  if (runner) {
+    const r = await runner.run(root, args, options);
+    if (r) return r;
+  }
+  return runGit(root, args, options);
 }
 
 /** What the audit trail keeps out of git: queues, journals, state, WAL, sockets, locks, the index. */

@@ -1,6 +1,7 @@
 import { appendEvent } from '../log/event-log.ts';
 import { errorMessage } from '../errors.ts';
 import { ensureRepo, git } from './git.ts';
+import { acquireGitRunner } from './git-runner.ts';
 import { recoverIndexLock } from './index-lock.ts';
 
 export interface AuditOptions {
@@ -37,6 +38,7 @@ export class AuditTrail {
   private ready = false;
   private held = false;
   private readonly listeners = new Set<(c: AuditCommit) => void>();
+  private releaseRunner: (() => void) | null = null;
   /** Commits made by this trail (for tests and status). */
   commits = 0;
 
@@ -45,8 +47,13 @@ export class AuditTrail {
     private readonly o: AuditOptions,
   ) {}
 
-  /** Creates or checks the repository and commits what is already there. */
+  /**
+   * Creates or checks the repository and commits what is already there. Starts the git
+   * runner first (git-runner.ts): the caller starts a trail before any worker, while
+   * this process is small and forking it is cheap.
+   */
   async start(): Promise<void> {
+    this.releaseRunner ??= acquireGitRunner();
     await ensureRepo(this.root);
     this.ready = true;
     this.note('hive started');
@@ -112,6 +119,8 @@ export class AuditTrail {
     else await this.running;
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
+    this.releaseRunner?.();
+    this.releaseRunner = null;
   }
 
   private schedule(): void {

@@ -127,11 +127,11 @@ export function workerEntry(kind: string): Promise<string> {
 }
 
 /**
- * Compiled file of a piscina task module (a repo-relative `.ts` path such as
- * `src/memory/pool-task.ts`), dependencies bundled, built once per process: pool
- * threads then run on Node 20 without tsx.
+ * Compiled file of a module run outside tsx (a repo-relative `.ts` path: a piscina task
+ * module such as `src/memory/pool-task.ts`, a helper process such as
+ * `src/audit/git-process.ts`), dependencies bundled, built once per process.
  */
-export function poolTaskFile(relPath: string): Promise<string> {
+export function compiledModule(relPath: string): Promise<string> {
   const key = `task:${relPath}`;
   let p = built.get(key);
   if (!p) {

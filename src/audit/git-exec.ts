@@ -1,0 +1,43 @@
+import { execa } from 'execa';
+
+/**
+ * Git for the audit trail, through execa. The environment is cleaned of variables that
+ * would point git at another repository (a hive started from a git hook inherits
+ * GIT_DIR/GIT_INDEX_FILE), prompts are off, and signing is off for this repository.
+ */
+
+const FOREIGN = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_CEILING_DIRECTORIES', 'GIT_PREFIX'];
+
+function gitEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', LC_ALL: 'C' };
+  for (const k of FOREIGN) delete env[k];
+  return env;
+}
+
+export interface GitResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `git ARGS` in `root` from this process; never throws for a non-zero exit (the
+ * caller reads `exitCode`), only when git cannot be started.
+ * @example const r = await runGit(root, ['rev-list', '--count', 'HEAD']);
+ */
+export async function runGit(root: string, args: string[], options: { input?: string } = {}): Promise<GitResult> {
+  const r = await execa('git', args, {
+    cwd: root,
+    env: gitEnv(),
+    extendEnv: false,
+    reject: false,
+    stripFinalNewline: false,
+    // Never kill git when the hive exits: a git killed mid-commit leaves index.lock behind.
+    // (execa's cleanup also installs signal-exit handlers, which re-raise a SIGINT the
+    // CLI handles itself: `hive start` would die on Ctrl-C while a commit runs.)
+    cleanup: false,
+    ...(options.input !== undefined ? { input: options.input } : { stdin: 'ignore' as const }),
+  });
+  if (r.failed && r.exitCode === undefined) throw new Error(`git ${args[0]} could not run: ${r.message}`);
+  return { exitCode: r.exitCode ?? 1, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? '') };
+}
