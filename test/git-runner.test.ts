@@ -2,6 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { git } from '../src/audit/git.ts';
 import { acquireGitRunner, currentGitRunner, startedGitRunner } from '../src/audit/git-runner.ts';
 import { tempDir } from './helpers/temp.ts';
+import { collectLines, startFixture } from './helpers/fixture.ts';
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** The pid of the process that started git: a git alias reads its own parent from /proc. */
 async function parentOfGit(cwd: string): Promise<number> {
@@ -51,5 +61,18 @@ describe.skipIf(process.platform !== 'linux')('git runner', () => {
     } finally {
       release();
     }
+  });
+
+  it.each(['0', '1'])('a process whose runner is idle exits by itself, and the runner with it (RELEASE=%s)', async (release) => {
+    const { lines, exited } = collectLines(startFixture('git-runner-user.ts', [], { RELEASE: release }));
+    const { code, stderr } = await exited;
+    expect(code, stderr).toBe(0);
+    const report = JSON.parse(lines[0]!) as { up: boolean; runnerPid: number; version: string };
+    expect(report.up).toBe(true);
+    expect(report.version).toMatch(/^git version/);
+    // The runner leaves when its parent's channel closes: wait for that, bounded.
+    const deadline = Date.now() + 5_000;
+    while (isRunning(report.runnerPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(isRunning(report.runnerPid)).toBe(false);
   });
 });

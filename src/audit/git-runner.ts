@@ -58,8 +58,9 @@ export class GitRunner {
       () => this.gone(),
       () => this.gone(),
     );
+    // Only a runner that is starting or answering keeps this process alive; an idle one
+    // does not (the channel is unref'd once it is ready, and between requests).
     child.unref();
-    child.channel?.unref();
   }
 
   /** Starts the runner process; `git()` uses it once it reports ready. */
@@ -86,11 +87,12 @@ export class GitRunner {
       this.waiting.set(id, { resolve, reject });
       // A request in flight keeps this process alive until its answer (an idle runner does not).
       if (this.waiting.size === 1) this.child.channel?.ref();
-      try {
-        this.child.send(request);
-      } catch {
-        this.settle(id)?.resolve(null);
-      }
+      // A channel that closed before the exit was seen answers through the callback (without
+      // one, Node would emit 'error' on the subprocess).
+      if (!this.child.connected) return this.settle(id)?.resolve(null);
+      this.child.send(request, (err) => {
+        if (err) this.settle(id)?.resolve(null);
+      });
     });
   }
 
@@ -104,6 +106,7 @@ export class GitRunner {
     if (m.type === 'ready') {
       this.ready = true;
       this.markReady(true);
+      if (this.waiting.size === 0) this.child.channel?.unref();
       return;
     }
     const w = this.settle(m.id);
