@@ -17,7 +17,7 @@ import type { GitResult } from './git-exec.ts';
  * Until the runner says it is ready, and after it exits, `git()` runs git directly.
  */
 
-interface GitRequest {
+export interface GitRequest {
   id: number;
   cwd: string;
   args: string[];
@@ -26,8 +26,6 @@ interface GitRequest {
 
 /** What the runner sends back: `ready` once, then one reply per request. */
 export type GitRunnerMessage = { type: 'ready' } | { type: 'done'; id: number; result: GitResult } | { type: 'failed'; id: number; error: string };
-
-export type { GitRequest };
 
 const RUNNER_OPTIONS = {
   nodeOptions: [] as string[],
@@ -164,7 +162,7 @@ export function acquireGitRunner(): () => void {
   };
 }
 
-/** The runner this process started or is starting, once spawned (tests, status). */
+/** The runner this process started or is starting, once spawned (tests). */
 export async function startedGitRunner(): Promise<GitRunner | null> {
   return shared ? shared.runner : null;
 }
