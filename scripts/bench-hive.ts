@@ -119,9 +119,9 @@ const fresh = await latency(small);
 // JIT-compiles its turn code only after running it for a while. The first 1,000 requests
 // of a fresh hive ran at ~500 pairs/s, the rounds after them at 830-1,100 /s; delivery
 // latency of a hive that has done that work is ~1.5-2 ms lower than right after start.
-// So: a warm-up round, the median of SATURATION_ROUNDS saturation rounds, then latency
-// again. The fresh-hive figures and the warm-up round are printed beside them.
-const warmUp = await saturation(small, Math.ceil(SATURATION / 2));
+// So: a warm-up round as large as a measured one, the median of SATURATION_ROUNDS
+// saturation rounds, then latency again. The fresh-hive figures and the warm-up round are printed beside them.
+const warmUp = await saturation(small, SATURATION);
 const rounds: Awaited<ReturnType<typeof saturation>>[] = [];
 for (let i = 0; i < SATURATION_ROUNDS; i++) rounds.push(await saturation(small, SATURATION));
 const pairsPerSecond = rounds.map((r) => r.pairsPerSecond);
@@ -156,7 +156,7 @@ const result = {
   requestReplyPairsPerSecond: {
     median: round(median(pairsPerSecond), 0),
     rounds: pairsPerSecond.map((r) => round(r, 0)),
-    warmUpRound: { requests: Math.ceil(SATURATION / 2), perSecond: round(warmUp.pairsPerSecond, 0) },
+    warmUpRound: { requests: SATURATION, perSecond: round(warmUp.pairsPerSecond, 0) },
     requests: SATURATION,
     ratioToRawDurableWrite: round(median(pairsPerSecond) / disk.perSecond, 2),
     // When the last reply lands right after the client's last write, the client (the disk's
