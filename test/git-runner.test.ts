@@ -24,9 +24,9 @@ describe.skipIf(process.platform !== 'linux')('git runner', () => {
   it('git is started by the runner process while one is up, by this process before and after', async () => {
     const root = tempDir('git-runner-');
     expect(await parentOfGit(root)).toBe(process.pid);
-    const release = acquireGitRunner();
+    const lease = acquireGitRunner();
+    expect(await lease.ready).toBe(true);
     const runner = (await startedGitRunner())!;
-    expect(await runner.up).toBe(true);
     expect(runner.pid).toBeGreaterThan(0);
     expect(runner.pid).not.toBe(process.pid);
     expect(await parentOfGit(root)).toBe(runner.pid);
@@ -34,11 +34,11 @@ describe.skipIf(process.platform !== 'linux')('git runner', () => {
     const hashed = await git(root, ['hash-object', '--stdin'], { input: 'hello\n' });
     expect(hashed.stdout.trim()).toBe('ce013625030ba8dba906f756967f9e9ca394464a');
 
-    const release2 = acquireGitRunner(); // a second trail in this process shares it
+    const lease2 = acquireGitRunner(); // a second trail in this process shares it
     expect(await startedGitRunner()).toBe(runner);
-    release();
+    lease.release();
     expect(currentGitRunner()).toBe(runner);
-    release2();
+    lease2.release();
     expect(currentGitRunner()).toBeNull();
     expect(await runner.up).toBe(true);
     expect(await parentOfGit(root)).toBe(process.pid);
@@ -46,10 +46,10 @@ describe.skipIf(process.platform !== 'linux')('git runner', () => {
 
   it('a runner that dies (SIGKILL) leaves git running from this process; nothing waits forever', async () => {
     const root = tempDir('git-runner-');
-    const release = acquireGitRunner();
+    const lease = acquireGitRunner();
     try {
+      expect(await lease.ready).toBe(true);
       const runner = (await startedGitRunner())!;
-      expect(await runner.up).toBe(true);
       // A request in flight when the runner dies is run again here (it was read-only).
       const inFlight = git(root, ['-c', 'alias.slow=!sleep 0.3; echo done', 'slow']);
       process.kill(runner.pid!, 'SIGKILL');
@@ -59,7 +59,7 @@ describe.skipIf(process.platform !== 'linux')('git runner', () => {
       expect(currentGitRunner()).toBeNull();
       expect(await parentOfGit(root)).toBe(process.pid);
     } finally {
-      release();
+      lease.release();
     }
   });
 

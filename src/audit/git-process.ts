@@ -2,8 +2,17 @@
 // and answers each. Compiled by the supervisor and started with execaNode; never
 // imported by the package. It exits when its parent goes: the IPC channel closes and
 // nothing is left to wait for (git processes it started finish on their own).
+import os from 'node:os';
 import { runGit } from './git-exec.ts';
 import type { GitRequest, GitRunnerMessage } from './git-runner.ts';
+
+// Audit commits are background work: the runner and the gits it starts (they inherit
+// this) yield the CPU to the actors.
+try {
+  os.setPriority(10);
+} catch {
+  // not permitted here: run at normal priority
+}
 
 function send(m: GitRunnerMessage): void {
   if (process.connected) process.send?.(m);

@@ -131,11 +131,17 @@ export class GitRunner {
 let shared: { runner: Promise<GitRunner | null>; users: number } | null = null;
 let current: GitRunner | null = null;
 
+/** A use of the process's runner: `ready` resolves true once it answers, false if it cannot. */
+export interface GitRunnerLease {
+  ready: Promise<boolean>;
+  release(): void;
+}
+
 /**
- * Starts (or joins) this process's git runner; call the returned function when done.
+ * Starts (or joins) this process's git runner; call `release()` when done.
  * Never throws: a runner that cannot start leaves `git()` running git directly.
  */
-export function acquireGitRunner(): () => void {
+export function acquireGitRunner(): GitRunnerLease {
   if (!shared) {
     const starting: { runner: Promise<GitRunner | null>; users: number } = { runner: Promise.resolve(null), users: 0 };
     starting.runner = GitRunner.start().then(
@@ -151,14 +157,17 @@ export function acquireGitRunner(): () => void {
   const mine = shared;
   mine.users += 1;
   let released = false;
-  return () => {
-    if (released) return;
-    released = true;
-    mine.users -= 1;
-    if (mine.users > 0 || shared !== mine) return;
-    shared = null;
-    current?.stop();
-    current = null;
+  return {
+    ready: mine.runner.then((r) => r?.up ?? false),
+    release: () => {
+      if (released) return;
+      released = true;
+      mine.users -= 1;
+      if (mine.users > 0 || shared !== mine) return;
+      shared = null;
+      current?.stop();
+      current = null;
+    },
   };
 }
 
