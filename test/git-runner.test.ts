@@ -3,6 +3,7 @@ import { git } from '../src/audit/git.ts';
 import { acquireGitRunner, currentGitRunner, startedGitRunner } from '../src/audit/git-runner.ts';
 import { tempDir } from './helpers/temp.ts';
 import { collectLines, startFixture } from './helpers/fixture.ts';
+import { AuditTrail } from '../src/audit/trail.ts';
 
 function isRunning(pid: number): boolean {
   try {
@@ -74,5 +75,25 @@ describe.skipIf(process.platform !== 'linux')('git runner', () => {
     const deadline = Date.now() + 5_000;
     while (isRunning(report.runnerPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(isRunning(report.runnerPid)).toBe(false);
+  });
+
+  it('a trail starts the runner with its first commit, not with start(); closing leaves none behind', async () => {
+    const held = new AuditTrail(tempDir('git-runner-'), { intervalMs: 100 });
+    held.hold();
+    await held.start();
+    expect(await startedGitRunner()).toBeNull();
+    await held.close(); // its last commit runs git directly
+    expect(await startedGitRunner()).toBeNull();
+    expect(held.commits).toBe(1);
+
+    const trail = new AuditTrail(tempDir('git-runner-'), { intervalMs: 100 });
+    await trail.start();
+    expect(await startedGitRunner()).toBeNull();
+    await trail.flush();
+    expect(trail.commits).toBe(1);
+    const runner = await startedGitRunner();
+    expect(runner?.alive).toBe(true);
+    await trail.close();
+    expect(currentGitRunner()).toBeNull();
   });
 });

@@ -42,6 +42,7 @@ export class AuditTrail {
   private held = false;
   private readonly listeners = new Set<(c: AuditCommit) => void>();
   private runner: GitRunnerLease | null = null;
+  private closing = false;
   /** Commits made by this trail (for tests and status). */
   commits = 0;
 
@@ -112,6 +113,7 @@ export class AuditTrail {
 
   /** Final commit, then no more. */
   async close(): Promise<void> {
+    this.closing = true;
     if (this.sweep) clearInterval(this.sweep);
     if (this.ready && this.pending.length > 0) await this.flush();
     else await this.running;
@@ -143,8 +145,9 @@ export class AuditTrail {
       // commit: after the hive is ready (a held trail), not during a start where its boot
       // competed with the workers' (+0.1–0.3 s of cold start and of recovery after a
       // SIGKILL, measured). That commit waits for it (~0.1 s) rather than forking git
-      // from the supervisor meanwhile; a runner that cannot start is not waited for.
-      if (!this.runner) {
+      // from the supervisor meanwhile; a runner that cannot start is not waited for. A
+      // trail closing before its first commit does not start one for its last.
+      if (!this.runner && !this.closing) {
         this.runner = acquireGitRunner();
         await Promise.race([this.runner.ready, new Promise((r) => setTimeout(r, RUNNER_WAIT_MS).unref())]);
       }
