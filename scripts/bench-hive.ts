@@ -64,20 +64,25 @@ async function latency(hive: Hive): Promise<{ handledMs: number[]; roundTripMs: 
   return { handledMs, roundTripMs };
 }
 
-/**
- * Saturation: a client process writes requests as fast as it can (durable group commits
- * of 50); count replies. The clock starts when the client is loaded and about to write.
- */
-async function saturation(hive: Hive, requests: number): Promise<{ pairsPerSecond: number; clientSendMs: number; elapsedMs: number }> {
+/** Resolves when `count` more replies have been delivered into the client's inbox. */
+function repliesToClient(hive: Hive, count: number): Promise<void> {
   let replies = 0;
-  const done = new Promise<void>((resolve) => {
+  return new Promise<void>((resolve) => {
     const off = hive.on('delivered', (d) => {
-      if (d.agent === 'client' && ++replies === requests) {
+      if (d.agent === 'client' && ++replies === count) {
         off();
         resolve();
       }
     });
   });
+}
+
+/**
+ * Saturation: a client process writes requests as fast as it can (durable group commits
+ * of 50); count replies. The clock starts when the client is loaded and about to write.
+ */
+async function saturation(hive: Hive, requests: number): Promise<{ pairsPerSecond: number; clientSendMs: number; elapsedMs: number }> {
+  const done = repliesToClient(hive, requests);
   const child = spawnProcess(process.execPath, ['--import', 'tsx', path.join(HERE, 'bench', 'client.ts'), hive.root, String(requests), '8', '50'], { stdio: ['ignore', 'pipe', 'inherit'] });
   let t0 = 0;
   let sentAt = 0;
@@ -113,15 +118,7 @@ async function backlog(hive: Hive, requests: number, round: number): Promise<{ p
     const files = messages.slice(i, i + 200).map((m) => ({ name: `${m.id}.json`, data: encodeMessage(m) }));
     await writeFilesAtomicAsync(stage, files, { mode: FLUSHED_MESSAGE_MODE });
   }
-  let replies = 0;
-  const done = new Promise<void>((resolve) => {
-    const off = hive.on('delivered', (d) => {
-      if (d.agent === 'client' && ++replies === requests) {
-        off();
-        resolve();
-      }
-    });
-  });
+  const done = repliesToClient(hive, requests);
   const outbox = path.join(hive.root, 'agents', 'client', 'outbox');
   const t0 = performance.now();
   for (const m of messages) fs.renameSync(path.join(stage, `${m.id}.json`), path.join(outbox, `${m.id}.json`));
