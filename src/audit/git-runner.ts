@@ -11,8 +11,9 @@ import type { GitResult } from './git-exec.ts';
  * its next write to each page. Measured from a supervisor of one-worker echo agents
  * (`git rev-parse HEAD`, main-thread block per git started): 100 agents (1.3 GB RSS)
  * 51 ms median, 197 ms max; 400 agents (4.3 GB) 2.1 s. An audit commit starts git three
- * or four times. The runner is started while the supervisor is still small; its own
- * forks are cheap, and the supervisor only writes a line of JSON to it.
+ * or four times. The audit trail starts the runner with its first commit (one fork of the
+ * supervisor per start, after the hive is ready); the runner's own forks are cheap, and
+ * the supervisor only writes a line of JSON to it per git.
  *
  * Until the runner says it is ready, and after it exits, `git()` runs git directly.
  */
