@@ -79,16 +79,16 @@ export class GitRunner {
 
   /** Runs git through the runner; null when the runner is not (or no longer) there. */
   run(cwd: string, args: string[], options: { input?: string } = {}): Promise<GitResult | null> {
-    if (!this.ready) return Promise.resolve(null);
+    // A channel can close before the runner's exit is seen.
+    if (!this.ready || !this.child.connected) return Promise.resolve(null);
     const id = this.nextId++;
     const request: GitRequest = { id, cwd, args, ...(options.input !== undefined ? { input: options.input } : {}) };
     return new Promise<GitResult | null>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
       // A request in flight keeps this process alive until its answer (an idle runner does not).
       if (this.waiting.size === 1) this.child.channel?.ref();
-      // A channel that closed before the exit was seen answers through the callback (without
-      // one, Node would emit 'error' on the subprocess).
-      if (!this.child.connected) return this.settle(id)?.resolve(null);
+      // A send that fails answers through the callback (without one, Node would emit
+      // 'error' on the subprocess).
       this.child.send(request, (err) => {
         if (err) this.settle(id)?.resolve(null);
       });
