@@ -26,7 +26,7 @@ const init = workerData as WorkerInit;
 const settings = init.routerSettings!;
 const emit = (event: WorkerEvent) => init.events.postMessage(event);
 const transport = createFsTransport(init.root, { sentCap: settings.sentCap, doneCap: settings.doneCap });
-const directory = createDirectoryCache(init.root);
+const directory = createDirectoryCache(init.root, (agent, reason) => appendEvent(init.root, { type: 'router.folder-refused', agent, reason }));
 /** This worker's own tracer provider (null: telemetry off, no SDK loaded). */
 const telemetry = await startWorkerTelemetry(init.telemetry);
 const tracer = telemetry?.tracer ?? null;

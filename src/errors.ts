@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   E_CONFLICT: 'The operation conflicts with the current state',
   E_HOP_CAP: 'A message passed the hop cap (a reply loop)',
   E_POISON: 'A message crashed its brain too many times in a row',
+  E_NOT_REGULAR: 'A queue entry is not a regular file (a symlink, FIFO, socket, device or folder)',
 } as const;
 
 export type HiveErrorCode = keyof typeof ERROR_CODES;

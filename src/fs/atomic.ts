@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
+import { readRegularText } from './regular-file.ts';
 
 /**
  * Crash-safe file writes. Every durable write follows the same four steps:
@@ -256,11 +257,15 @@ export function createFileOnce(target: string, data: string): boolean {
   }
 }
 
-/** Reads and parses a JSON file; `undefined` when it does not exist. Throws on invalid JSON. */
+/**
+ * Reads and parses a JSON file; `undefined` when it does not exist. Throws on invalid JSON,
+ * and `E_NOT_REGULAR` for a symlink, FIFO or anything else that is not a regular file
+ * (never opened: a FIFO put in place of registry.json must not block its reader).
+ */
 export function readJsonFile<T = unknown>(file: string): T | undefined {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readRegularText(file).text;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
@@ -283,25 +288,6 @@ export function sweepTempFiles(dir: string): string[] {
   const swept = names.filter((n) => n.startsWith(TMP_PREFIX) && !writerAlive(n));
   for (const n of swept) fs.rmSync(path.join(dir, n), { force: true });
   return swept;
-}
-
-/** Reads a text file with its permission bits (one open, fstat, read, close). */
-export function readTextWithMode(file: string): { text: string; mode: number } {
-  const fd = fs.openSync(file, 'r');
-  try {
-    const st = fs.fstatSync(fd);
-    if (st.isDirectory()) throw Object.assign(new Error(`EISDIR: illegal operation on a directory, read '${file}'`), { code: 'EISDIR' });
-    const buf = Buffer.allocUnsafe(st.size);
-    let off = 0;
-    while (off < st.size) {
-      const n = fs.readSync(fd, buf, off, st.size - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    return { text: buf.toString('utf8', 0, off), mode: st.mode & 0o7777 };
-  } finally {
-    fs.closeSync(fd);
-  }
 }
 
 /** readdir that answers [] for a missing folder. */

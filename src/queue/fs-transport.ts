@@ -6,7 +6,7 @@ import { readInboxRejecting, type InboxEntry } from './inbox.ts';
 import { deliver, type MessageSource } from './inbox-deliver.ts';
 import { encodeMessage, markSent, readOutbox, writeOutboxAsync } from './outbox.ts';
 import { commitCursor, readCursor } from './cursor.ts';
-import { deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
+import { deadLetterData, deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
 import type { PendingItem, Transport } from './transport.ts';
 
 export interface FsTransportOptions {
@@ -38,7 +38,8 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
         if (f.parsed.ok) return { ref: f.name, message: f.parsed.message, error: null };
         let ageMs = Infinity;
         try {
-          ageMs = Date.now() - fs.statSync(f.file).mtimeMs;
+          // lstat: the age of the entry itself (a symlink's target is never looked at).
+          if (!f.notRegular) ageMs = Date.now() - fs.lstatSync(f.file).mtimeMs;
         } catch {
           ageMs = Infinity;
         }
@@ -50,6 +51,9 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     },
     async reject(sender: string, ref: string, reason: DeadLetterReason) {
       deadLetterFile(root, path.join(agentPaths(root, sender).outbox, ref), reason);
+    },
+    async deadLetterCopy(message: HiveMessage, key: string, reason: DeadLetterReason) {
+      deadLetterData(root, key, encodeMessage(message), reason, { exactName: true });
     },
     async deliver(recipient: string, messages: HiveMessage[]) {
       return deliver(root, recipient, messages, { doneCap, sourceOf: (m) => sources.get(m) });

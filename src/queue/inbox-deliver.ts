@@ -11,6 +11,7 @@ import { readCursor } from './cursor.ts';
 import { DEFAULT_DONE_CAP, inboxFileName, parseInboxName } from './inbox.ts';
 import { lockWithOwner } from '../lock/owner.ts';
 import { MarkerFile } from '../fs/marker.ts';
+import { isRealDirectory } from '../fs/regular-file.ts';
 
 /**
  * Delivery into an inbox: gap-free sequence numbers assigned under the inbox lock
@@ -190,8 +191,9 @@ const leases = new Map<string, InboxLease>();
 /** Runs `fn` holding the inbox lock of `agentId`. */
 export async function withInboxLock<T>(root: string, agentId: string, fn: () => T, options: LockOptions = {}): Promise<T> {
   const p = agentPaths(root, agentId);
-  if (!fs.existsSync(p.inbox)) {
-    throw new HiveError('E_UNKNOWN_AGENT', `Agent "${agentId}" has no inbox at ${p.inbox}; create it with ensureAgent or \`hive spawn\``);
+  // lstat: an inbox that is a symlink could point anywhere; it is no inbox.
+  if (!isRealDirectory(p.inbox)) {
+    throw new HiveError('E_UNKNOWN_AGENT', `Agent "${agentId}" has no inbox folder at ${p.inbox}; create it with ensureAgent or \`hive spawn\``);
   }
   let lease = leases.get(p.inbox);
   if (!lease) {

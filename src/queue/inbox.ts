@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
 import { listDir } from '../fs/atomic.ts';
-import { HiveError } from '../errors.ts';
+import { HiveError, isHiveError } from '../errors.ts';
+import { entryKind, listEntries, readRegularText, type EntryKind } from '../fs/regular-file.ts';
 import { parseMessageText, type HiveMessage } from '../protocol/message.ts';
 import { noteAdded } from '../fs/capped.ts';
 import { deadLetterFile, relativeToHive } from './dead-letter.ts';
@@ -56,8 +57,9 @@ export function readInbox(root: string, agentId: string, afterSeq: number, limit
   const p = agentPaths(root, agentId);
   const entries: InboxEntry[] = [];
   const rejected: RejectedInboxFile[] = [];
-  const named: { seq: number; id: string; name: string }[] = [];
-  for (const name of listDir(p.inbox)) {
+  const named: { seq: number; id: string; name: string; kind: EntryKind }[] = [];
+  for (const dirent of listEntries(p.inbox)) {
+    const name = dirent.name;
     if (name.startsWith('.')) continue;
     const parsedName = parseInboxName(name);
     if (!parsedName) {
@@ -69,7 +71,7 @@ export function readInbox(root: string, agentId: string, afterSeq: number, limit
       });
       continue;
     }
-    if (parsedName.seq > afterSeq) named.push({ ...parsedName, name });
+    if (parsedName.seq > afterSeq) named.push({ ...parsedName, name, kind: entryKind(dirent) });
   }
   named.sort((a, b) => a.seq - b.seq);
   for (const n of named) {
@@ -77,9 +79,13 @@ export function readInbox(root: string, agentId: string, afterSeq: number, limit
     const file = path.join(p.inbox, n.name);
     let text: string;
     try {
-      text = fs.readFileSync(file, 'utf8');
+      text = readRegularText(file, `agents/${agentId}/inbox/${n.name}`, n.kind).text;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      if (isHiveError(err, 'E_NOT_REGULAR')) {
+        rejected.push({ name: n.name, file, seq: n.seq, error: err });
+        continue;
+      }
       throw err;
     }
     const parsed = parseMessageText(text);
@@ -128,12 +134,12 @@ export function listInbox(root: string, agentId: string): { seq: number; id: str
   return rows.sort((a, b) => a.seq - b.seq);
 }
 
-/** Reads one inbox entry by name from the pending or the done folder. */
+/** Reads one inbox entry by name from the pending or the done folder (regular files only). */
 export function readInboxEntry(root: string, agentId: string, name: string): HiveMessage | null {
   const p = agentPaths(root, agentId);
   for (const dir of [p.inbox, p.done]) {
     try {
-      const parsed = parseMessageText(fs.readFileSync(path.join(dir, name), 'utf8'));
+      const parsed = parseMessageText(readRegularText(path.join(dir, name)).text);
       if (parsed.ok) return parsed.message;
     } catch {
       // try the next folder

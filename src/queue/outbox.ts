@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
-import { writeFilesAtomic, writeFilesAtomicAsync, listDir, readTextWithMode } from '../fs/atomic.ts';
+import { writeFilesAtomic, writeFilesAtomicAsync, listDir } from '../fs/atomic.ts';
+import { entryKind, listEntries, readRegularText } from '../fs/regular-file.ts';
+import { isHiveError } from '../errors.ts';
 import { parseMessageText, type HiveMessage, type ParseResult } from '../protocol/message.ts';
 import { noteAdded } from '../fs/capped.ts';
 
@@ -101,6 +103,8 @@ export interface OutboxFile {
   parsed: ParseResult;
   /** Its writer flushed it before the rename (FLUSHED_MESSAGE_MODE). */
   flushed: boolean;
+  /** Not a regular file (a symlink, FIFO, socket, device or folder): never opened, rejected at once. */
+  notRegular?: boolean;
 }
 
 /** Names of an outbox's message files in write order (dot files are temp or folders). */
@@ -110,21 +114,29 @@ export function listOutboxNames(root: string, agentId: string): string[] {
     .sort();
 }
 
-/** Reads and validates every file waiting in an agent's outbox, oldest first. */
+/**
+ * Reads and validates every file waiting in an agent's outbox, oldest first. Only regular
+ * files are read (see `src/fs/regular-file.ts`); anything else comes back as an item whose
+ * error names what it is, so the router dead-letters it without opening it.
+ */
 export function readOutbox(root: string, agentId: string, limit = Infinity): OutboxFile[] {
   const dir = agentPaths(root, agentId).outbox;
   const out: OutboxFile[] = [];
-  for (const name of listOutboxNames(root, agentId)) {
+  const entries = listEntries(dir)
+    .filter((e) => !e.name.startsWith('.'))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const entry of entries) {
     if (out.length >= limit) break;
+    const name = entry.name;
     const file = path.join(dir, name);
+    const where = `agents/${agentId}/outbox/${name}`;
     let read: { text: string; mode: number };
     try {
-      read = readTextWithMode(file);
+      read = readRegularText(file, where, entryKind(entry));
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') continue; // routed by someone else meanwhile
-      if (code === 'EISDIR') {
-        out.push({ agent: agentId, name, file, text: '', parsed: parseMessageText(''), flushed: false });
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // routed by someone else meanwhile
+      if (isHiveError(err, 'E_NOT_REGULAR')) {
+        out.push({ agent: agentId, name, file, text: '', parsed: { ok: false, error: err }, flushed: false, notRegular: true });
         continue;
       }
       throw err;

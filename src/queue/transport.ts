@@ -21,8 +21,17 @@ export interface Transport {
   settle(sender: string, refs: string[]): Promise<void>;
   /** Moves one pending item to the dead-letter store with its reason. */
   reject(sender: string, ref: string, reason: DeadLetterReason): Promise<void>;
+  /**
+   * Stores a copy of a message that could not reach one of its recipients (the others got
+   * it, so the item itself is settled). Idempotent on `key`: a pass re-run after a crash
+   * stores it once.
+   */
+  deadLetterCopy(message: HiveMessage, key: string, reason: DeadLetterReason): Promise<void>;
 
-  /** Delivers messages to one recipient: gap-free seq numbers, idempotent on id. */
+  /**
+   * Delivers messages to one recipient: gap-free seq numbers, idempotent on id. Rejects
+   * with `E_UNKNOWN_AGENT` when the recipient has no inbox.
+   */
   deliver(recipient: string, messages: HiveMessage[]): Promise<DeliveryOutcome[]>;
   /** Delivered entries with seq > afterSeq, in order; invalid entries are dead-lettered. */
   read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]>;

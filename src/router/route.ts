@@ -2,11 +2,14 @@ import fs from 'node:fs';
 import { BROADCAST, GOD_ID, HUMAN_ALIAS, SYSTEM_SENDER, isAgentId } from '../protocol/agent-id.ts';
 import { createMessage, type HiveMessage } from '../protocol/message.ts';
 import { stableId } from '../protocol/ids.ts';
-import { hivePaths } from '../layout/paths.ts';
+import { agentPaths, hivePaths } from '../layout/paths.ts';
 import { readRegistry } from '../registry/registry.ts';
 import { appendEvents } from '../log/event-log.ts';
 import type { Transport, PendingItem } from '../queue/transport.ts';
 import type { DeadLetterReason } from '../queue/dead-letter.ts';
+import type { DeliveryOutcome } from '../queue/inbox-deliver.ts';
+import { isTransientResourceError } from '../fs/transient.ts';
+import { errorMessage } from '../errors.ts';
 import type { Delivery } from '../../actors/protocol.ts';
 
 function deliveryOf(agent: string, seq: number, m: HiveMessage): Delivery {
@@ -55,37 +58,80 @@ export interface AgentDirectory {
   all: Set<string>;
   /** Agents that take part in broadcasts (not archived, not god or the `hive` system agent). */
   broadcastable: Set<string>;
+  /** Folders under agents/ that are not recipients, with the reason (logged once by the cache). */
+  refused: Map<string, string>;
 }
 
-/** Reads who can receive: agent folders on disk, minus archived ones for broadcast. */
-export function readDirectory(root: string): AgentDirectory {
-  const all = new Set<string>();
-  let names: string[] = [];
+/** Why an agent folder cannot receive, or null when it can: a real folder with a real inbox (lstat, never followed). */
+function folderProblem(root: string, id: string): string | null {
+  const p = agentPaths(root, id);
+  let st: fs.Stats;
   try {
-    names = fs.readdirSync(hivePaths(root).agents);
+    st = fs.lstatSync(p.dir);
   } catch {
-    names = [];
+    return 'its folder is missing';
   }
-  for (const n of names) if (isAgentId(n)) all.add(n);
-  let excluded = new Set<string>([GOD_ID, SYSTEM_SENDER]);
+  if (st.isSymbolicLink()) return 'its folder is a symbolic link (it could point outside the hive)';
+  if (!st.isDirectory()) return `agents/${id} is not a folder`;
+  try {
+    st = fs.lstatSync(p.inbox);
+  } catch {
+    return 'it has no inbox folder';
+  }
+  if (!st.isDirectory()) return `its inbox is a ${st.isSymbolicLink() ? 'symbolic link' : 'file'}, not a folder`;
+  return null;
+}
+
+/**
+ * Reads who can receive: the agents recorded in registry.json whose folder is a real
+ * folder with a real inbox (lstat: a symlinked folder could point anywhere). A folder
+ * under agents/ that is not a registered agent (a backup, a stray mkdir) is not a
+ * recipient; a message to it is an unknown recipient, dead-lettered with a bounce.
+ * An unreadable registry keeps the `previous` directory (or, with none, the folders
+ * that have an inbox): it must not stop routing.
+ */
+export function readDirectory(root: string, previous: AgentDirectory | null = null): AgentDirectory {
+  const refused = new Map<string, string>();
+  let folders: string[] = [];
+  try {
+    folders = fs.readdirSync(hivePaths(root).agents).filter((n) => isAgentId(n));
+  } catch {
+    folders = [];
+  }
+  let registered: Map<string, { archived: boolean; system: boolean }>;
   try {
     const reg = readRegistry(root);
-    for (const a of Object.values(reg.agents)) if (a.status === 'archived' || a.origin === 'system') excluded.add(a.id);
+    registered = new Map(Object.values(reg.agents).map((a) => [a.id, { archived: a.status === 'archived', system: a.origin === 'system' }]));
   } catch {
-    // An unreadable registry must not stop routing; only the built-in system agents are excluded.
-    excluded = new Set([GOD_ID, SYSTEM_SENDER]);
+    if (previous) return previous;
+    registered = new Map(folders.map((id) => [id, { archived: false, system: false }]));
   }
+  const all = new Set<string>();
+  for (const id of new Set([...folders, ...registered.keys()])) {
+    if (!isAgentId(id)) continue;
+    if (!registered.has(id)) {
+      refused.set(id, `agents/${id} is not an agent of this hive (not in registry.json)`);
+      continue;
+    }
+    const problem = folderProblem(root, id);
+    if (problem) refused.set(id, `agent "${id}" cannot receive: ${problem}`);
+    else all.add(id);
+  }
+  const excluded = new Set<string>([GOD_ID, SYSTEM_SENDER]);
+  for (const [id, r] of registered) if (r.archived || r.system) excluded.add(id);
   const broadcastable = new Set([...all].filter((id) => !excluded.has(id)));
-  return { all, broadcastable };
+  return { all, broadcastable, refused };
 }
 
 /**
  * Caches the directory between passes: re-read only when the agents folder or
  * registry.json changed (two stats instead of a listing and a JSON parse per pass).
+ * `onRefused` hears each refused folder once, when it is first seen.
  */
-export function createDirectoryCache(root: string): () => AgentDirectory {
+export function createDirectoryCache(root: string, onRefused: (id: string, reason: string) => void = () => undefined): () => AgentDirectory {
   let key = '';
   let cached: AgentDirectory | null = null;
+  const told = new Map<string, string>();
   const mtime = (f: string) => {
     try {
       return fs.statSync(f).mtimeMs;
@@ -97,8 +143,12 @@ export function createDirectoryCache(root: string): () => AgentDirectory {
     const p = hivePaths(root);
     const now = `${mtime(p.agents)}:${mtime(p.registry)}`;
     if (!cached || now !== key) {
-      cached = readDirectory(root);
+      cached = readDirectory(root, cached);
       key = now;
+      for (const [id, reason] of cached.refused) {
+        if (told.get(id) !== reason) onRefused(id, reason);
+        told.set(id, reason);
+      }
     }
     return cached;
   };
@@ -248,10 +298,21 @@ export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
   }
 
   // One group commit per recipient inbox; different inboxes commit concurrently (their
-  // flushes overlap on the thread pool), a few at a time.
+  // flushes overlap on the thread pool), a few at a time. A recipient that cannot take
+  // its messages (its inbox vanished, or is not a folder) stops nothing else: its copies
+  // go to dead-letter with a bounce. A full disk is different: the pass fails as a whole
+  // and is re-run once there is room (deliveries are idempotent on id).
+  const undeliverable: { recipient: string; messages: HiveMessage[]; error: unknown }[] = [];
   await eachConcurrently([...byRecipient], DELIVERY_CONCURRENCY, async ([recipient, messages]) => {
     const startedAt = performance.timeOrigin + performance.now();
-    const outcomes = await transport.deliver(recipient, messages);
+    let outcomes: DeliveryOutcome[];
+    try {
+      outcomes = await transport.deliver(recipient, messages);
+    } catch (err) {
+      if (isTransientResourceError(err)) throw err;
+      undeliverable.push({ recipient, messages, error: err });
+      return;
+    }
     let fresh = 0;
     outcomes.forEach((o, i) => {
       if (o.status === 'delivered') {
@@ -262,6 +323,27 @@ export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
     });
     if (fresh > 0) ctx.onInboxCommitted?.(recipient);
   });
+
+  for (const u of undeliverable) {
+    const code = (u.error as { code?: string }).code ?? 'E_IO';
+    for (const m of u.messages) {
+      const reason: DeadLetterReason = {
+        error: `Cannot deliver to "${u.recipient}": ${errorMessage(u.error)}`,
+        code,
+        source: `agents/${m.from}/outbox/${m.id}.json`,
+        to: u.recipient,
+      };
+      const key = `undeliverable-${u.recipient}-${m.id}.json`;
+      await transport.deadLetterCopy(m, key, reason);
+      if (m.from !== SYSTEM_SENDER && u.recipient !== GOD_ID && dir.all.has(GOD_ID)) {
+        const notice = bounceNotice(m.from, { ref: key, message: m, error: null }, reason);
+        const [o] = await transport.deliver(GOD_ID, [notice]);
+        if (o?.status === 'delivered') report.delivered.push(deliveryOf(GOD_ID, o.seq, notice));
+      }
+      ctx.onRejected?.(m, reason);
+      report.rejected.push({ sender: m.from, ref: key, reason });
+    }
+  }
 
   for (const r of rejects) {
     if (r.bounce && dir.all.has(GOD_ID)) {

@@ -71,6 +71,21 @@ export function describeTransportConformance(name: string, make: TransportFactor
       expect(seqs).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
     });
 
+    it('deliver to a recipient with no inbox fails with E_UNKNOWN_AGENT and delivers nothing', async () => {
+      const t = await make();
+      await expect(t.deliver('nobody', [msg('a', 'nobody', 'x')])).rejects.toMatchObject({ code: 'E_UNKNOWN_AGENT' });
+      expect(await t.read('b', 0)).toEqual([]);
+    });
+
+    it('deadLetterCopy may be repeated for one key (a re-run pass) and leaves pending alone', async () => {
+      const t = await make();
+      const m = msg('a', 'b', 'copy');
+      await t.send([m]);
+      await t.deadLetterCopy(m, 'undeliverable-b-1.json', { error: 'test', source: 'conformance' });
+      await t.deadLetterCopy(m, 'undeliverable-b-1.json', { error: 'test', source: 'conformance' });
+      expect((await t.pending('a')).map((p) => p.message?.id)).toEqual([m.id]);
+    });
+
     it('reject takes an item out of pending', async () => {
       const t = await make();
       await t.send([msg('a', 'b', 'bad')]);

@@ -1,0 +1,102 @@
+import fs from 'node:fs';
+import { HiveError } from '../errors.ts';
+
+/**
+ * Files found in a hive are untrusted: people and other programs write into it. A queue
+ * entry is read only when it is a regular file, and it is opened so that nothing else can
+ * be reached through it:
+ *
+ *   - the entry's type comes from `readdir` (d_type) or `lstat`, never from `stat`, so a
+ *     symlink is seen as a symlink and its target is never read;
+ *   - anything that is not a regular file (FIFO, socket, device, directory, symlink) is
+ *     never opened: opening a FIFO blocks until a writer comes, a device may act on open;
+ *   - a regular file is opened with O_NOFOLLOW | O_NONBLOCK and checked again with fstat,
+ *     so one swapped for a link or a FIFO between the listing and the open is caught.
+ */
+
+export type EntryKind = 'file' | 'directory' | 'symbolic link' | 'FIFO (named pipe)' | 'socket' | 'block device' | 'character device' | 'unknown';
+
+/** What a directory entry or stat result is, in words an operator reads in a reason file. */
+export function entryKind(s: fs.Dirent | fs.Stats): EntryKind {
+  if (s.isFile()) return 'file';
+  if (s.isDirectory()) return 'directory';
+  if (s.isSymbolicLink()) return 'symbolic link';
+  if (s.isFIFO()) return 'FIFO (named pipe)';
+  if (s.isSocket()) return 'socket';
+  if (s.isBlockDevice()) return 'block device';
+  if (s.isCharacterDevice()) return 'character device';
+  return 'unknown';
+}
+
+/** The error for a queue entry that is not a regular file; `where` names it as the operator sees it. */
+export function notRegularError(where: string, kind: EntryKind): HiveError {
+  const article = /^[aeiouAEIOU]/.test(kind) ? 'an' : 'a';
+  return new HiveError('E_NOT_REGULAR', `${where} is ${article} ${kind}, not a regular file: it was not opened or read`, { details: { kind } });
+}
+
+const READ_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+
+/**
+ * Opens `file` for reading only if it is a regular file (see above). `kind` is what the
+ * caller already knows from `readdir` (skips an lstat). Throws `E_NOT_REGULAR` for
+ * anything else, and the usual ENOENT when it is gone.
+ */
+export function openRegular(file: string, where = file, kind?: EntryKind): { fd: number; stats: fs.Stats } {
+  const k = kind ?? entryKind(fs.lstatSync(file));
+  if (k !== 'file') throw notRegularError(where, k);
+  let fd: number;
+  try {
+    fd = fs.openSync(file, READ_FLAGS);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // Swapped between the listing and the open: ELOOP is a symlink now, ENXIO a socket.
+    if (code === 'ELOOP') throw notRegularError(where, 'symbolic link');
+    if (code === 'ENXIO') throw notRegularError(where, 'socket');
+    throw err;
+  }
+  const stats = fs.fstatSync(fd);
+  if (!stats.isFile()) {
+    fs.closeSync(fd);
+    throw notRegularError(where, entryKind(stats));
+  }
+  return { fd, stats };
+}
+
+/**
+ * Reads a regular file's text with its permission bits (one open, fstat, read, close).
+ * @example const { text, mode } = readRegularText('/hive/agents/a/outbox/x.json');
+ */
+export function readRegularText(file: string, where = file, kind?: EntryKind): { text: string; mode: number } {
+  const { fd, stats: st } = openRegular(file, where, kind);
+  try {
+    const buf = Buffer.allocUnsafe(st.size);
+    let off = 0;
+    while (off < st.size) {
+      const n = fs.readSync(fd, buf, off, st.size - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return { text: buf.toString('utf8', 0, off), mode: st.mode & 0o7777 };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** `readdir` with entry types; [] for a missing folder. */
+export function listEntries(dir: string): fs.Dirent[] {
+  try {
+    return fs.readdirSync(dir, { withFileTypes: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}
+
+/** True when `dir` is a real directory (lstat: a symlink to one is not). */
+export function isRealDirectory(dir: string): boolean {
+  try {
+    return fs.lstatSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,148 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
+import { tempDir } from './helpers/temp.ts';
+import { readInbox } from '../src/queue/inbox.ts';
+import { agentPaths, hivePaths } from '../src/layout/paths.ts';
+import { listDeadLetters } from '../src/queue/dead-letter.ts';
+import type { Hive } from '../src/hive.ts';
+
+/**
+ * A hive folder is shared with people and programs: whatever they leave in it must not
+ * stop the hive. Each test puts one bad thing in place and checks that other agents'
+ * traffic keeps flowing, that nothing acknowledged is lost, and what the operator is told.
+ */
+
+const client = { id: 'client', brain: { kind: 'external' as const } };
+const echo = { id: 'echo', brain: { kind: 'echo' as const } };
+
+function repliesTo(root: string, id: string): string[] {
+  return readInbox(root, id, 0).entries.map((e) => e.message.in_reply_to ?? '');
+}
+
+/** Sends a request client → echo and waits for its reply: traffic still flows. */
+async function roundTrip(hive: Hive, body: string): Promise<void> {
+  const req = await hive.send({ from: 'client', to: 'echo', act: 'request', body });
+  await waitFor(hive, () => repliesTo(hive.root, 'client').includes(req.id), `reply to "${body}"`, 15_000);
+}
+
+function routerRow(hive: Hive) {
+  return hive.status().find((s) => s.id === 'router')!;
+}
+
+function deadLetterReasons(root: string) {
+  return listDeadLetters(root).map((d) => d.reason);
+}
+
+describe('hostile hive folder: the router', () => {
+  it('a stray folder under agents/ is not a recipient: a broadcast and a send to it do not stop routing', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'other', brain: { kind: 'echo' } }] }));
+    const delivered: string[] = [];
+    hive.on('delivered', (d) => delivered.push(`${d.agent}:${d.body}`));
+    fs.mkdirSync(path.join(hivePaths(hive.root).agents, 'old-backup'));
+    await hive.send({ from: 'client', to: 'broadcast', act: 'inform', body: 'to everyone' });
+    await hive.send({ from: 'client', to: 'old-backup', act: 'request', body: 'anyone there?' });
+    await roundTrip(hive, 'after the stray folder');
+    await waitFor(hive, () => deadLetterReasons(hive.root).some((r) => r?.code === 'E_UNKNOWN_AGENT' && r.to === 'old-backup'), 'send to the stray folder dead-lettered');
+    // The broadcast reached the real agents, not the stray folder.
+    await waitFor(hive, () => delivered.includes('other:to everyone') && delivered.includes('echo:to everyone'), 'broadcast at other and echo');
+    expect(fs.existsSync(path.join(hivePaths(hive.root).agents, 'old-backup', 'inbox'))).toBe(false);
+    expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+  });
+
+  it('an agent folder that is a symlink to a folder outside the hive is refused, not routed to', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client] }));
+    const outside = tempDir('hive-outside-');
+    fs.mkdirSync(path.join(outside, 'inbox'));
+    fs.mkdirSync(path.join(outside, 'outbox'));
+    fs.symlinkSync(outside, path.join(hivePaths(hive.root).agents, 'evil'));
+    await hive.send({ from: 'client', to: 'evil', act: 'request', body: 'leak?' });
+    await hive.send({ from: 'client', to: 'broadcast', act: 'inform', body: 'all' });
+    await roundTrip(hive, 'after the symlinked folder');
+    await waitFor(hive, () => deadLetterReasons(hive.root).some((r) => r?.code === 'E_UNKNOWN_AGENT' && r.to === 'evil'), 'send to evil dead-lettered');
+    expect(fs.readdirSync(path.join(outside, 'inbox'))).toEqual([]);
+    expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+  });
+
+  it('a registered agent whose inbox folder was removed: its messages are dead-lettered with a bounce, others flow', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'gone', brain: { kind: 'external' } }] }));
+    await roundTrip(hive, 'directory cached');
+    fs.rmSync(agentPaths(hive.root, 'gone').inbox, { recursive: true });
+    const m = await hive.send({ from: 'client', to: 'gone', act: 'request', body: 'into the void' });
+    await roundTrip(hive, 'after the removed inbox');
+    await waitFor(hive, () => listDeadLetters(hive.root).some((d) => d.name === `undeliverable-gone-${m.id}.json`), 'copy dead-lettered');
+    await waitFor(hive, () => readInbox(hive.root, 'god', 0).entries.some((e) => e.message.in_reply_to === m.id), 'bounce to god');
+    expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+  });
+
+  it('a FIFO in an inbox is dead-lettered by the agent without being opened; the agent goes on', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client] }));
+    await roundTrip(hive, 'first');
+    const fifo = path.join(agentPaths(hive.root, 'echo').inbox, '000000000002-fifo-1.json');
+    execFileSync('mkfifo', [fifo]);
+    await waitFor(hive, () => deadLetterReasons(hive.root).some((r) => r?.code === 'E_NOT_REGULAR' && /FIFO/.test(r.error)), 'FIFO in the inbox dead-lettered');
+    await roundTrip(hive, 'after the FIFO in the inbox');
+  });
+
+  it('a FIFO in an outbox is dead-lettered unopened, named as a FIFO; routing never stops', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'ext', brain: { kind: 'external' } }] }));
+    const fifo = path.join(agentPaths(hive.root, 'ext').outbox, 'f.json');
+    execFileSync('mkfifo', [fifo]);
+    await roundTrip(hive, 'after the FIFO');
+    await waitFor(hive, () => !fs.existsSync(fifo), 'FIFO moved out of the outbox', 15_000);
+    const reason = deadLetterReasons(hive.root).find((r) => r?.source === 'agents/ext/outbox/f.json');
+    expect(reason?.error).toMatch(/FIFO/);
+    expect(reason?.code).toBe('E_NOT_REGULAR');
+    const moved = listDeadLetters(hive.root).find((d) => d.reason?.source === 'agents/ext/outbox/f.json')!;
+    expect(fs.lstatSync(path.join(hivePaths(hive.root).deadLetter, moved.name)).isFIFO()).toBe(true);
+    await roundTrip(hive, 'still flowing');
+    expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+  });
+
+  it('a directory named x.json in an outbox is dead-lettered as a directory, not as bad JSON', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'ext', brain: { kind: 'external' } }] }));
+    fs.mkdirSync(path.join(agentPaths(hive.root, 'ext').outbox, 'x.json'));
+    await roundTrip(hive, 'after the folder');
+    await waitFor(hive, () => deadLetterReasons(hive.root).some((r) => r?.source === 'agents/ext/outbox/x.json'), 'x.json dead-lettered', 15_000);
+    const reason = deadLetterReasons(hive.root).find((r) => r?.source === 'agents/ext/outbox/x.json')!;
+    expect(reason.error).toMatch(/is a directory/);
+    expect(reason.error).not.toMatch(/JSON/);
+  });
+
+  it('symlinks in an outbox are never followed: not to a valid message outside, not to /etc/passwd, not to another agent\'s state', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'ext', brain: { kind: 'external' } }] }));
+    const outside = path.join(tempDir('hive-outside-'), 'valid.json');
+    fs.writeFileSync(outside, JSON.stringify({ id: 'outside-1', from: 'ext', to: 'echo', act: 'request', body: 'SECRET-OUTSIDE' }));
+    await roundTrip(hive, 'echo has state');
+    const outbox = agentPaths(hive.root, 'ext').outbox;
+    fs.symlinkSync(outside, path.join(outbox, 's.json'));
+    fs.symlinkSync('/etc/passwd', path.join(outbox, 'p.json'));
+    fs.symlinkSync(agentPaths(hive.root, 'echo').stateWal, path.join(outbox, 'w.json'));
+    await waitFor(hive, () => ['s', 'p', 'w'].every((n) => !fs.existsSync(path.join(outbox, `${n}.json`)) && !isLink(path.join(outbox, `${n}.json`))), 'links moved out', 15_000);
+    await roundTrip(hive, 'after the links');
+    const reasons = deadLetterReasons(hive.root).filter((r) => /agents\/ext\/outbox\/[spw]\.json/.test(String(r?.source)));
+    expect(reasons).toHaveLength(3);
+    for (const r of reasons) expect(r!.error).toMatch(/symbolic link/);
+    // Nothing of the targets was copied anywhere: not delivered, not in a reason, the log or god's inbox.
+    expect(readInbox(hive.root, 'echo', 0).entries.some((e) => e.message.id === 'outside-1')).toBe(false);
+    const everywhere = [
+      fs.readFileSync(hivePaths(hive.root).log, 'utf8'),
+      ...readInbox(hive.root, 'god', 0).entries.map((e) => JSON.stringify(e.message)),
+      ...reasons.map((r) => JSON.stringify(r)),
+    ].join('\n');
+    expect(everywhere).not.toContain('root:');
+    expect(everywhere).not.toContain('SECRET-OUTSIDE');
+    expect(everywhere).not.toContain('"snapshot"');
+    expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+  });
+});
+
+function isLink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
