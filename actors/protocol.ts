@@ -63,6 +63,8 @@ export interface HostedAgentSpec {
   moduleUrl?: string;
   /** Effective turn batch for this agent (slow brains take one message per commit). */
   turnBatch?: number;
+  /** Shared with the supervisor: when the running turn started (see src/agent/turn-clock.ts). */
+  turnClock?: SharedArrayBuffer;
 }
 
 export interface ActorInfo {

@@ -9,6 +9,7 @@ import { deliver } from '../src/queue/inbox-deliver.ts';
 import { commitCursor } from '../src/queue/cursor.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { ensureAgent } from '../src/layout/ensure.ts';
+import { formatDuration, stateText } from '../src/cli/commands/status.ts';
 
 async function cli(args: string[], input = '') {
   const io = memoryIO(input);
@@ -17,6 +18,14 @@ async function cli(args: string[], input = '') {
 }
 
 describe('hive CLI', () => {
+  it('status says how long a running turn has been going (thinking for 12 min)', () => {
+    expect(stateText({ state: 'thinking', busyMs: 720_000 })).toBe('thinking for 12 min');
+    expect(stateText({ state: 'thinking', busyMs: 3_400 })).toBe('thinking for 3 s');
+    expect(stateText({ state: 'thinking', busyMs: 200 })).toBe('thinking');
+    expect(stateText({ state: 'idle', busyMs: null })).toBe('idle');
+    expect(formatDuration(7_300_000)).toBe('2 h');
+  });
+
   it('init creates a hive; send writes a durable outbox file and prints the id', async () => {
     const root = tempRoot();
     expect((await cli(['init', '--root', root])).code).toBe(0);

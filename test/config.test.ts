@@ -26,6 +26,17 @@ describe('hive config validation', () => {
     expect(configProblem({ ...ok, hooks: { deny: [{ tool: 'Bash', match: 'rm -rf' }, { tool: 'Bash', match: '(' }] } })).toMatch(/`hooks\.deny\[1\]\.match`.*valid regular expression/);
   });
 
+  it('supervisor.turnTimeoutMs: a positive integer, 10 min by default; agents[i].turnTimeoutMs overrides it', () => {
+    expect(parseConfig(ok, '/base').supervisor.turnTimeoutMs).toBe(600_000);
+    expect(configProblem({ ...ok, supervisor: { turnTimeoutMs: 0 } })).toMatch(/`supervisor\.turnTimeoutMs` to be a positive number, got 0/);
+    expect(configProblem({ ...ok, agents: [{ id: 'a', brain: { kind: 'echo' }, turnTimeoutMs: -5 }] })).toMatch(/`agents\[0\]\.turnTimeoutMs`.*got -5/);
+  });
+
+  it('supervisor.workerHeapMb: an integer of at least 16 (MB)', () => {
+    expect(parseConfig(ok, '/base').supervisor.workerHeapMb).toBeUndefined();
+    expect(configProblem({ ...ok, supervisor: { workerHeapMb: 8 } })).toMatch(/`supervisor\.workerHeapMb` to be a number ≥ 16, got 8/);
+  });
+
   it('agents[i].id: must be a valid agent id', () => {
     expect(configProblem({ ...ok, agents: [ok.agents[0], { id: 'Bad/Id', brain: { kind: 'echo' } }] })).toContain('`agents[1].id`');
   });

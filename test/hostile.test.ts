@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
 import { tempDir } from './helpers/temp.ts';
+import { FIXTURES } from './helpers/fixture.ts';
 import { readInbox } from '../src/queue/inbox.ts';
 import { agentPaths, hivePaths } from '../src/layout/paths.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
@@ -136,6 +137,58 @@ describe('hostile hive folder: the router', () => {
     expect(everywhere).not.toContain('SECRET-OUTSIDE');
     expect(everywhere).not.toContain('"snapshot"');
     expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+  });
+});
+
+describe('hostile brains: deadlines and heap limits', () => {
+  const runaway = { kind: 'module' as const, module: path.join(FIXTURES, 'brains', 'runaway.ts') };
+
+  it('a brain stuck in a CPU loop hits the turn deadline: the worker is replaced, status said thinking meanwhile, poison after 3, others unaffected', async () => {
+    const hive = await startHive(
+      fastConfig({
+        agents: [echo, client, { id: 'spinner', brain: runaway, turnTimeoutMs: 1_500 }],
+        supervisor: { poisonAfter: 3, restart: { maxRestarts: 10 } },
+      }),
+    );
+    const thread = hive.supervisor.threadOf('spinner');
+    const crashes: string[] = [];
+    hive.on('crashed', (e) => e.agents.includes('spinner') && crashes.push(e.error));
+    const bad = await hive.send({ from: 'client', to: 'spinner', act: 'request', body: 'spin' });
+    const good = await hive.send({ from: 'client', to: 'spinner', act: 'request', body: 'fine' });
+    await waitFor(hive, () => (hive.status().find((s) => s.id === 'spinner')?.busyMs ?? 0) >= 500, 'status shows the turn running');
+    expect(hive.status().find((s) => s.id === 'spinner')).toMatchObject({ state: 'thinking', status: 'running' });
+    await roundTrip(hive, 'echo answers while spinner spins');
+    await waitFor(hive, () => crashes.length >= 1, 'the deadline terminates the worker');
+    expect(crashes[0]).toMatch(/turn deadline.*spinner.*1500 ms/);
+    await waitFor(hive, () => listDeadLetters(hive.root).some((d) => d.reason?.code === 'E_POISON' && d.name.includes(bad.id)), 'poison after 3 deadlines', 30_000);
+    await waitFor(hive, () => repliesTo(hive.root, 'client').includes(good.id), 'the next message is answered');
+    expect(crashes).toHaveLength(3);
+    expect(hive.supervisor.threadOf('spinner')).not.toBe(thread);
+    await roundTrip(hive, 'still flowing');
+  });
+
+  it('a brain whose promise never settles hits the deadline too', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'hanger', brain: runaway, turnTimeoutMs: 1_000 }], supervisor: { poisonAfter: 1 } }));
+    const bad = await hive.send({ from: 'client', to: 'hanger', act: 'request', body: 'hang' });
+    await waitFor(hive, () => listDeadLetters(hive.root).some((d) => d.reason?.code === 'E_POISON' && d.name.includes(bad.id)), 'poison after the deadline', 30_000);
+    await roundTrip(hive, 'after the hang');
+  });
+
+  it('a brain that allocates without end is stopped by the worker heap limit; poison after 3; the hive is unaffected', async () => {
+    const hive = await startHive(
+      fastConfig({
+        agents: [echo, client, { id: 'hog', brain: runaway }],
+        supervisor: { poisonAfter: 3, workerHeapMb: 64, restart: { maxRestarts: 10 } },
+      }),
+    );
+    const crashes: string[] = [];
+    hive.on('crashed', (e) => e.agents.includes('hog') && crashes.push(e.error));
+    const bad = await hive.send({ from: 'client', to: 'hog', act: 'request', body: 'grow' });
+    await waitFor(hive, () => listDeadLetters(hive.root).some((d) => d.reason?.code === 'E_POISON' && d.name.includes(bad.id)), 'poison after 3 out-of-memory crashes', 60_000);
+    expect(crashes).toHaveLength(3);
+    for (const c of crashes) expect(c).toMatch(/memory/i);
+    expect(process.memoryUsage().rss).toBeLessThan(2 * 1024 ** 3);
+    await roundTrip(hive, 'after the hog');
   });
 });
 

@@ -9,7 +9,9 @@ import { agentPaths } from '../src/layout/paths.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
 import { readRegistry } from '../src/registry/registry.ts';
-import { withoutRefusedFlags, workerResourceLimits } from '../src/supervisor/worker-handle.ts';
+import { DEFAULT_WORKER_HEAP_MB, withoutRefusedFlags, workerHeapLimitMb, workerResourceLimits } from '../src/supervisor/worker-handle.ts';
+import { TurnWatchdog, watchdogInterval } from '../src/supervisor/turn-watchdog.ts';
+import { TurnClock } from '../src/agent/turn-clock.ts';
 
 const crashy = { kind: 'module' as const, module: path.join(FIXTURES, 'brains', 'crashy.ts') };
 const client = { id: 'client', brain: { kind: 'external' as const } };
@@ -219,5 +221,34 @@ describe('worker flags', () => {
     expect(workerResourceLimits(['--enable-source-maps', '--max_old_space_size', '512'])).toEqual({ maxOldGenerationSizeMb: 512 });
     expect(workerResourceLimits(['--enable-source-maps'])).toEqual({});
     expect(workerResourceLimits(['--max-old-space-size=lots'])).toEqual({});
+  });
+
+  it('a worker\'s heap limit: the config, else the parent\'s flag, else 512 MB', () => {
+    expect(workerHeapLimitMb(96, ['--max-old-space-size=300'])).toBe(96);
+    expect(workerHeapLimitMb(undefined, ['--max-old-space-size=300'])).toBe(300);
+    expect(workerHeapLimitMb(undefined, [])).toBe(DEFAULT_WORKER_HEAP_MB);
+    expect(DEFAULT_WORKER_HEAP_MB).toBe(512);
+  });
+
+  it('the turn watchdog kills a turn past its deadline once, with a reason naming agent and limit; others and idle agents are left alone', () => {
+    let now = 10_000;
+    const clocks = { slow: new TurnClock(), quick: new TurnClock(), idle: new TurnClock() };
+    const kills: string[] = [];
+    const watchdog = new TurnWatchdog(
+      () => Object.entries(clocks).map(([agent, clock]) => ({ agent, clock, limitMs: agent === 'slow' ? 1_000 : 5_000, kill: (reason: string) => kills.push(reason) })),
+      () => now,
+    );
+    clocks.slow.start(9_000);
+    clocks.quick.start(9_500);
+    expect(watchdog.check()).toEqual([]); // slow is exactly at its limit
+    now = 10_001;
+    expect(watchdog.check()).toEqual(['slow']);
+    expect(kills[0]).toMatch(/agent "slow" was in one turn for 1001 ms, over its limit of 1000 ms/);
+    expect(watchdog.check()).toEqual([]); // one kill per turn
+    expect(clocks.quick.startedAt()).toBe(9_500);
+    expect(clocks.idle.startedAt()).toBeNull();
+    expect(watchdogInterval([600_000, 1_500])).toBe(375);
+    expect(watchdogInterval([100])).toBe(50);
+    expect(watchdogInterval([600_000])).toBe(1_000);
   });
 });

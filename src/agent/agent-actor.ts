@@ -30,6 +30,7 @@ import { encodeMessage, writeOutbox } from '../queue/outbox.ts';
 import type { Span, Tracer } from '@opentelemetry/api';
 import { contextWith, endWithError, startHandle, startSend } from '../telemetry/spans.ts';
 import { ContextReporter } from './context-report.ts';
+import { TurnClock } from './turn-clock.ts';
 
 /** Time source and timers, injectable for tests. */
 export interface Clock {
@@ -91,10 +92,13 @@ export class AgentActor {
   /** Send spans of the turn being committed (ended once the messages are durable). */
   private sendSpans: Span[] = [];
   private contextReport: ContextReporter | null = null;
+  /** Read by the supervisor's turn deadline (null when none was shared). */
+  private readonly turnClock: TurnClock | null;
 
   constructor(private readonly o: AgentActorOptions) {
     this.id = o.spec.id;
     this.clock = o.clock ?? realClock;
+    this.turnClock = o.spec.turnClock ? new TurnClock(o.spec.turnClock) : null;
   }
 
   /** Restores from state.json (re-emitting the last turn if needed) and starts the machine. */
@@ -132,8 +136,10 @@ export class AgentActor {
     });
     this.actor.start();
     // A snapshot restored with resolveState runs no eventless transition until an event
-    // arrives: wake it so inbox entries after the cursor are replayed at once.
-    this.actor.send({ type: 'hive.wake' });
+    // arrives: wake it so inbox entries after the cursor are replayed. On the next turn of
+    // the event loop, not now: `start()` must return (its host reports the actor up)
+    // before any brain runs, or a brain that never yields would hold the start forever.
+    setImmediate(() => this.wake());
     this.pollHandle = this.startPoll();
     return this.info();
   }
@@ -313,6 +319,16 @@ export class AgentActor {
   }
 
   private async think(context: PersistedAgentContext, work: Work): Promise<TurnResult> {
+    // Wall-clock time, as the supervisor's deadline reads it (not the injectable clock).
+    this.turnClock?.start(Date.now());
+    try {
+      return await this.runTurn(context, work);
+    } finally {
+      this.turnClock?.clear();
+    }
+  }
+
+  private async runTurn(context: PersistedAgentContext, work: Work): Promise<TurnResult> {
     this.thinkStart = performance.now();
     const p = agentPaths(this.o.root, this.id);
     let state = context.brainState;

@@ -59,6 +59,8 @@ export const AgentConfigSchema = z
     brain: BrainSchema,
     /** Put agents with the same host name in one worker thread (pooled hosts). */
     host: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/).optional(),
+    /** This agent's turn deadline in ms (default: supervisor.turnTimeoutMs). */
+    turnTimeoutMs: positiveInt.optional(),
   })
   .strict();
 
@@ -162,6 +164,13 @@ export const HiveConfigSchema = z
         doneCap: positiveInt.default(5_000),
         /** In-place retries of a failed brain turn (non-zero exit, timeout, HTTP error). */
         brainRetries: z.number().int().min(0).default(2),
+        /**
+         * A brain turn running longer than this (ms) terminates its worker; the turn counts
+         * as a crash (restart, then poison). Per agent: `agents[].turnTimeoutMs`.
+         */
+        turnTimeoutMs: positiveInt.default(600_000),
+        /** Old-space heap limit of each worker thread in MB (default: the parent's --max-old-space-size, else 512). */
+        workerHeapMb: z.number().int().min(16).optional(),
       })
       .strict()
       .default({
@@ -173,6 +182,7 @@ export const HiveConfigSchema = z
         turnBatch: 32,
         doneCap: 5_000,
         brainRetries: 2,
+        turnTimeoutMs: 600_000,
       }),
     /** OpenTelemetry export; off (no-op API, ~zero cost) when absent. */
     telemetry: TelemetrySchema.optional(),

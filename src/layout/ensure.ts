@@ -12,6 +12,8 @@ export interface AgentSpec {
   role?: string;
   /** The brain description (see the config schema); stored as given. */
   brain?: unknown;
+  /** Its own turn deadline in ms (kept in the registry, so a spawned agent keeps it across restarts). */
+  turnTimeoutMs?: number;
 }
 
 /** The brain of the god agent: people, answering through `hive answer` or the inspector. */
@@ -89,6 +91,7 @@ export async function ensureAgents(root: string, specs: AgentSpec[], origin: Reg
         created_at: previous?.created_at ?? now,
         updated_at: now,
       };
+      if (spec.turnTimeoutMs !== undefined) entry.turnTimeoutMs = spec.turnTimeoutMs;
       registry.agents[spec.id] = entry;
       return entry;
     });

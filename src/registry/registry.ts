@@ -12,6 +12,8 @@ export interface RegistryEntry {
   role: string;
   brain: unknown;
   status: AgentStatus;
+  /** The agent's own turn deadline in ms, when it has one (see supervisor.turnTimeoutMs). */
+  turnTimeoutMs?: number;
   /** Where the agent came from: the config file, or spawned at runtime. */
   origin: 'config' | 'runtime' | 'system';
   created_at: string;

@@ -30,6 +30,9 @@ export class HostChild<Api> {
       actors: {
         startHost: fromPromise(async ({ input }) => {
           const handle = await hooks.start(input.attempt);
+          // Died while it was being started (a turn deadline can end it there): that start
+          // failed. A crash event now would reach the machine before it is running, and be lost.
+          if (handle.exit && !handle.exit.expected) throw handle.exit.error ?? new Error(`worker exited with code ${handle.exit.code} while starting`);
           this.handle = handle;
           void handle.exited.then((x) => {
             if (x.expected || this.handle !== handle) return;

@@ -22,7 +22,9 @@ import { committedCursor } from '../queue/committed-cursor.ts';
 import { godNotice } from '../agent/compose.ts';
 import { readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
 import { HostChild } from './host-child.ts';
-import { WorkerHandle } from './worker-handle.ts';
+import { WorkerHandle, type WorkerStartOptions } from './worker-handle.ts';
+import { TurnWatchdog, watchdogInterval, type WatchedTurn } from './turn-watchdog.ts';
+import { TurnClock } from '../agent/turn-clock.ts';
 import { moduleBrainUrl } from './bundle.ts';
 import { hostIdFor } from './placement.ts';
 import { HiveEvents } from './events.ts';
@@ -53,6 +55,8 @@ export interface ActorStatus {
   threadId: number | null;
   /** Restore path of a conversational brain's session: full, tail, amnesia or new. */
   conversation: string | null;
+  /** How long the turn it is in has been running (ms), or null when it is between turns. */
+  busyMs: number | null;
 }
 
 interface AgentRecord {
@@ -65,6 +69,8 @@ interface AgentRecord {
   /** Latest context summary reported by the actor (inspector). */
   context?: ActorContextSummary;
   conversation: string | null;
+  /** Shared with its worker: when its running turn started (turn deadline, status). */
+  turnClock: TurnClock;
 }
 
 const ROUTER_HOST = 'router';
@@ -88,6 +94,9 @@ export class Supervisor {
   private hooks: JsonLineServer | null = null;
   private closing = false;
   private started = false;
+  private readonly watchdog = new TurnWatchdog(() => this.watchedTurns());
+  /** The live thread of each agent host, from its boot on (its HostChild knows it only once started). */
+  private readonly workers = new Map<string, WorkerHandle<AgentHostApi>>();
   private wakeQueue = new Map<string, Set<string>>();
   private wakeScheduled = false;
   /** Telemetry, event-log rotation, audit trail (issue 6). Null until start. */
@@ -132,7 +141,7 @@ export class Supervisor {
       const before = readRegistry(this.root);
       await ensureAgents(
         this.root,
-        this.config.agents.map((a) => ({ id: a.id, name: a.name ?? a.id, role: a.role ?? 'agent', brain: a.brain })),
+        this.config.agents.map((a) => ({ id: a.id, name: a.name ?? a.id, role: a.role ?? 'agent', brain: a.brain, ...(a.turnTimeoutMs ? { turnTimeoutMs: a.turnTimeoutMs } : {}) })),
         'config',
       );
       for (const a of this.config.agents) await this.noticeProviderSwitch(a.id, before.agents[a.id]?.brain, a.brain);
@@ -156,7 +165,16 @@ export class Supervisor {
           appendEvent(this.root, { type: 'actor.skipped', agent: entry.id, error: `registry brain invalid: ${parsed.error.message}` });
           continue;
         }
-        this.agents.set(entry.id, { entry, brain: parsed.data, hostId: null, value: 'stopped', handled: 0, cursor: committedCursor(this.root, entry.id), conversation: null });
+        this.agents.set(entry.id, {
+          entry,
+          brain: parsed.data,
+          hostId: null,
+          value: 'stopped',
+          handled: 0,
+          cursor: committedCursor(this.root, entry.id),
+          conversation: null,
+          turnClock: new TurnClock(),
+        });
       }
       const runnable = [...this.agents.values()].filter((r) => this.isRunnable(r.entry, r.brain));
       for (const r of runnable) {
@@ -176,6 +194,7 @@ export class Supervisor {
         throw err;
       }
       phase('hosts');
+      this.watchdog.start(watchdogInterval([this.config.supervisor.turnTimeoutMs, ...[...this.agents.values()].map((r) => this.turnLimitOf(r))]));
       await this.startRouter(routerBooting);
       phase('router');
       // Memory actors start now but do not hold up `ready` (routing does not need them).
@@ -209,6 +228,7 @@ export class Supervisor {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    this.watchdog.stop();
     await this.control?.close();
     await this.hooks?.close();
     await this.router?.stop();
@@ -238,13 +258,26 @@ export class Supervisor {
     // Noted before the files are written as well as after: an audit commit already running
     // may pick the new files up, and it must carry the reason (noted during its `git add`).
     this.observer?.note(`spawned ${spec.id}`);
-    const entry = await ensureAgent(this.root, { id: spec.id, name: spec.name ?? spec.id, role: spec.role ?? 'agent', brain }, 'runtime');
+    const entry = await ensureAgent(
+      this.root,
+      { id: spec.id, name: spec.name ?? spec.id, role: spec.role ?? 'agent', brain, ...(spec.turnTimeoutMs ? { turnTimeoutMs: spec.turnTimeoutMs } : {}) },
+      'runtime',
+    );
     await this.noticeProviderSwitch(spec.id, previousBrain, brain);
     await updateRegistry(this.root, (r) => {
       r.agents[spec.id]!.status = 'active';
     });
     entry.status = 'active';
-    const record: AgentRecord = { entry, brain, hostId: null, value: 'starting', handled: 0, cursor: committedCursor(this.root, spec.id), conversation: null };
+    const record: AgentRecord = {
+      entry,
+      brain,
+      hostId: null,
+      value: 'starting',
+      handled: 0,
+      cursor: committedCursor(this.root, spec.id),
+      conversation: null,
+      turnClock: existing?.turnClock ?? new TurnClock(),
+    };
     this.agents.set(spec.id, record);
     appendEvent(this.root, { type: 'actor.spawned', agent: spec.id, brain: brain.kind });
     this.observer?.note(`spawned ${spec.id}`);
@@ -350,17 +383,21 @@ export class Supervisor {
       handled: 0,
       threadId: this.router?.handle?.threadId ?? null,
       conversation: null,
+      busyMs: null,
     });
     rows.push(...this.memory.status());
     for (const r of [...this.agents.values()].sort((a, b) => a.entry.id.localeCompare(b.entry.id))) {
       const host = r.hostId ? this.hosts.get(r.hostId) : undefined;
       const cursor = host ? r.cursor : committedCursor(this.root, r.entry.id);
+      // A turn stamped in the shared clock is running, whatever the last report said: a
+      // brain looping on the CPU never lets its thread report 'thinking'.
+      const started = r.hostId && this.workers.has(r.hostId) ? r.turnClock.startedAt() : null;
       rows.push({
         id: r.entry.id,
         kind: PASSIVE_KINDS.has(r.brain.kind) ? 'passive' : 'agent',
         brain: r.brain.kind,
         host: r.hostId,
-        state: host ? r.value : PASSIVE_KINDS.has(r.brain.kind) ? 'waiting' : 'stopped',
+        state: host ? (started !== null ? 'thinking' : r.value) : PASSIVE_KINDS.has(r.brain.kind) ? 'waiting' : 'stopped',
         status: host ? host.state() : r.entry.status,
         restarts: host?.restarts() ?? 0,
         inboxDepth: safeDepth(this.root, r.entry.id, cursor),
@@ -368,6 +405,7 @@ export class Supervisor {
         handled: r.handled,
         threadId: host?.handle?.threadId ?? null,
         conversation: r.conversation,
+        busyMs: started !== null ? Math.max(0, Date.now() - started) : null,
       });
     }
     return rows;
@@ -446,7 +484,7 @@ export class Supervisor {
 
   private async hostedSpec(id: string): Promise<HostedAgentSpec> {
     const r = this.agents.get(id)!;
-    const spec: HostedAgentSpec = { id, name: r.entry.name, role: r.entry.role, brain: r.brain };
+    const spec: HostedAgentSpec = { id, name: r.entry.name, role: r.entry.role, brain: r.brain, turnClock: r.turnClock.buffer };
     if (r.brain.kind === 'module') spec.moduleUrl = await moduleBrainUrl(r.brain.module);
     if (r.brain.kind === 'command' || r.brain.kind === 'openai') spec.turnBatch = 1;
     return spec;
@@ -455,20 +493,27 @@ export class Supervisor {
   private async startHost(hostId: string): Promise<void> {
     const child = new HostChild<AgentHostApi>(hostId, this.config.supervisor.restart, {
       start: async () => {
+        // A turn the previous thread died in is over: the new thread stamps its own.
+        for (const id of this.members.get(hostId) ?? []) this.agents.get(id)?.turnClock.clear();
         const specs = await Promise.all((this.members.get(hostId) ?? []).map((id) => this.hostedSpec(id)));
         const telemetry = this.observer?.workerTelemetry(hostId, this.members.get(hostId) ?? []);
         const handle = await WorkerHandle.start<AgentHostApi>(
           'agent-host',
           { hostId, root: this.root, agentSettings: this.agentSettings(), ...(telemetry ? { telemetry } : {}) },
           (e) => this.onWorkerEvent(e),
+          this.workerOptions(),
         );
+        // Watched from here: a brain can run away while its actor is still being started.
+        this.workers.set(hostId, handle);
+        void handle.exited.then(() => this.workers.get(hostId) === handle && this.workers.delete(hostId));
+        // Linked first: once its actors start, a brain may keep the thread from answering.
+        await this.linkToRouter(hostId, handle);
         try {
           await handle.call((api) => api.startActors(specs));
         } catch (err) {
           await handle.terminate();
           throw err;
         }
-        await this.linkToRouter(hostId, handle);
         return handle;
       },
       drain: async (handle) => {
@@ -509,7 +554,35 @@ export class Supervisor {
         ...(telemetry ? { telemetry } : {}),
       },
       (e) => this.onWorkerEvent(e),
+      this.workerOptions(),
     );
+  }
+
+  /** How every worker of this hive is started (its heap limit). */
+  private workerOptions(): WorkerStartOptions {
+    const heapMb = this.config.supervisor.workerHeapMb;
+    return heapMb ? { heapMb } : {};
+  }
+
+  /** The running turns the deadline watches: agents whose worker thread is alive. */
+  private *watchedTurns(): Iterable<WatchedTurn> {
+    for (const r of this.agents.values()) {
+      const handle = r.hostId ? this.workers.get(r.hostId) : undefined;
+      if (!handle) continue;
+      yield {
+        agent: r.entry.id,
+        clock: r.turnClock,
+        limitMs: this.turnLimitOf(r),
+        kill: (reason) => {
+          appendEvent(this.root, { type: 'actor.deadline', agent: r.entry.id, host: r.hostId, error: reason });
+          void handle.kill(reason);
+        },
+      };
+    }
+  }
+
+  private turnLimitOf(r: AgentRecord): number {
+    return r.entry.turnTimeoutMs ?? this.config.supervisor.turnTimeoutMs;
   }
 
   /**

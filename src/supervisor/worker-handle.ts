@@ -67,6 +67,25 @@ export function workerResourceLimits(argv: readonly string[] = process.execArgv)
   return {};
 }
 
+/** A worker's old-space heap limit when neither the config nor the parent's flag sets one. */
+export const DEFAULT_WORKER_HEAP_MB = 512;
+
+/**
+ * The heap limit of a worker, in MB: the config's `supervisor.workerHeapMb`, else the
+ * parent's `--max-old-space-size`, else DEFAULT_WORKER_HEAP_MB. A brain that allocates
+ * without end then ends its own worker (ERR_WORKER_OUT_OF_MEMORY, a crash like any other)
+ * instead of taking the machine.
+ */
+export function workerHeapLimitMb(configured?: number, argv: readonly string[] = process.execArgv): number {
+  return configured ?? workerResourceLimits(argv).maxOldGenerationSizeMb ?? DEFAULT_WORKER_HEAP_MB;
+}
+
+export interface WorkerStartOptions {
+  readyTimeoutMs?: number;
+  /** Old-space heap limit of the thread (see workerHeapLimitMb). */
+  heapMb?: number;
+}
+
 export interface WorkerExit {
   code: number | null;
   error: Error | null;
@@ -83,6 +102,10 @@ export class WorkerHandle<Api> {
   readonly api: Comlink.Remote<Api>;
   readonly exited: Promise<WorkerExit>;
   private expected = false;
+  /** Why the supervisor killed it (a turn deadline): becomes the exit's error. */
+  killReason: string | null = null;
+  /** Set, synchronously, when the thread has exited (before `exited` settles). */
+  exit: WorkerExit | null = null;
 
   private constructor(
     readonly worker: Worker,
@@ -101,15 +124,16 @@ export class WorkerHandle<Api> {
     kind: WorkerInit['kind'],
     init: Omit<WorkerInit, 'events' | 'kind'>,
     onEvent: (event: WorkerEvent) => void,
-    readyTimeoutMs = 30_000,
+    options: WorkerStartOptions = {},
   ): Promise<WorkerHandle<Api>> {
+    const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
     const file = await workerEntry(kind);
     const channel = new MessageChannel();
     const worker = new Worker(file, {
       workerData: { ...init, kind, events: channel.port2 } satisfies WorkerInit,
       transferList: init.telemetry?.relay ? [channel.port2, init.telemetry.relay] : [channel.port2],
       execArgv: workerExecArgv(),
-      resourceLimits: workerResourceLimits(),
+      resourceLimits: { maxOldGenerationSizeMb: workerHeapLimitMb(options.heapMb) },
     });
     let handle: WorkerHandle<Api> | null = null;
     let firstError: Error | null = null;
@@ -129,7 +153,10 @@ export class WorkerHandle<Api> {
             // best effort: the next start's sweep gets them once this process is gone
           }
         }
-        resolve({ code, error: firstError, expected });
+        const killed = handle?.killReason;
+        const exit = { code, error: firstError ?? (killed ? new HiveError('E_TIMEOUT', killed) : null), expected };
+        if (handle) handle.exit = exit;
+        resolve(exit);
       });
     });
     const ready = new Promise<number>((resolve, reject) => {
@@ -171,6 +198,12 @@ export class WorkerHandle<Api> {
   async terminate(): Promise<void> {
     this.expected = true;
     (this.api as unknown as { [Comlink.releaseProxy]?: () => void })[Comlink.releaseProxy]?.();
+    await this.worker.terminate();
+  }
+
+  /** Terminates the thread as a crash (not expected): the supervisor restarts it; `reason` is the crash error. */
+  async kill(reason: string): Promise<void> {
+    this.killReason = reason;
     await this.worker.terminate();
   }
 

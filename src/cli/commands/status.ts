@@ -35,8 +35,23 @@ function offlineStatus(root: string): ActorStatus[] {
         handled: 0,
         threadId: null,
         conversation: null,
+        busyMs: null,
       } satisfies ActorStatus;
     });
+}
+
+/** The state column: a turn running for a second or more says for how long (`thinking for 12 min`). */
+export function stateText(a: Pick<ActorStatus, 'state' | 'busyMs'>): string {
+  if (a.busyMs === null || a.busyMs < 1_000) return a.state;
+  return `${a.state} for ${formatDuration(a.busyMs)}`;
+}
+
+/** 950 → "950 ms", 12_000 → "12 s", 720_000 → "12 min", 7_200_000 → "2 h". */
+export function formatDuration(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${Math.floor(ms / 1_000)} s`;
+  if (ms < 3_600_000) return `${Math.floor(ms / 60_000)} min`;
+  return `${Math.floor(ms / 3_600_000)} h`;
 }
 
 export const statusCommand: Command = {
@@ -62,7 +77,7 @@ export const statusCommand: Command = {
     }
     io.out(`${root}: ${running ? 'running' : 'not running'}\n`);
     const header = ['ACTOR', 'KIND', 'BRAIN', 'STATE', 'STATUS', 'RESTARTS', 'INBOX', 'CURSOR'];
-    const rows = actors.map((a) => [a.id, a.kind, a.brain, a.state, a.status, String(a.restarts), String(a.inboxDepth), String(a.cursor)]);
+    const rows = actors.map((a) => [a.id, a.kind, a.brain, stateText(a), a.status, String(a.restarts), String(a.inboxDepth), String(a.cursor)]);
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     for (const r of [header, ...rows]) io.out(`${r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()}\n`);
     return 0;
