@@ -204,6 +204,9 @@ export type WorkerEvent =
   | { type: 'actor.poisoned'; agent: string; seq: number; id: string; attempts: number; deadLetter: string; from: string }
   | { type: 'actor.failed'; agent: string; error: { code?: string; message: string } }
   | { type: 'actor.stopped'; agent: string }
+  /** An actor (an agent, or `router`) waits out a shortage (a full disk...) instead of failing. */
+  | { type: 'actor.paused'; agent: string; reason: string; error: string }
+  | { type: 'actor.resumed'; agent: string; pausedMs: number }
   | { type: 'outbox.written'; agent: string; count: number }
   | { type: 'router.delivered'; deliveries: Delivery[]; latenciesMs: number[] }
   | { type: 'router.rejected'; items: { sender: string; ref: string; error: string; code?: string }[] }

@@ -18,6 +18,8 @@ import { createDirectoryCache, routeOnce } from '../src/router/route.ts';
 import { hivePaths } from '../src/layout/paths.ts';
 import { releaseInboxLocks } from '../src/queue/inbox-deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
+import { SHORTAGE_BACKOFF, describeShortage } from '../src/fs/shortage.ts';
+import { errorMessage } from '../src/errors.ts';
 import { startWorkerTelemetry } from '../src/telemetry/worker.ts';
 import { endWithError, startDeliver, startRoute } from '../src/telemetry/spans.ts';
 import type { Span } from '@opentelemetry/api';
@@ -101,6 +103,8 @@ const machine = routerMachine.provide({
         });
       }
       pending.keep(report.moreSenders);
+      if (report.shortage !== undefined) waitOutShortage(report.shortage, senders);
+      else if (shortage.reason !== null && covers(senders, shortage.senders)) resumed();
       if (report.unsettled > 0) {
         // Files caught mid-write: look again shortly, every sender (cheap, and rare).
         setTimeout(() => outboxChanged(), 300).unref();
@@ -109,6 +113,41 @@ const machine = routerMachine.provide({
     }),
   },
 });
+
+/**
+ * A pass that stopped for want of a resource (a full disk) is tried again with backoff:
+ * the router is paused, not crashed, and what it did not route stays in its outboxes.
+ */
+const shortage = { reason: null as string | null, since: 0, attempt: 0, senders: undefined as Set<string> | undefined };
+
+/** True when a pass over `pass` (undefined: every outbox) read every outbox in `paused`. */
+function covers(pass: Set<string> | undefined, paused: Set<string> | undefined): boolean {
+  if (pass === undefined) return true;
+  if (paused === undefined) return false;
+  for (const s of paused) if (!pass.has(s)) return false;
+  return true;
+}
+
+function waitOutShortage(error: unknown, senders: Set<string> | undefined): void {
+  const reason = describeShortage(error);
+  shortage.senders = senders;
+  if (shortage.reason !== reason) {
+    if (shortage.reason === null) shortage.since = Date.now();
+    shortage.reason = reason;
+    emit({ type: 'actor.paused', agent: 'router', reason, error: errorMessage(error) });
+    appendEvent(init.root, { type: 'actor.paused', agent: 'router', reason, error: errorMessage(error) });
+  }
+  const delay = Math.min(SHORTAGE_BACKOFF.maxMs, SHORTAGE_BACKOFF.initialMs * 2 ** Math.min(shortage.attempt++, 20));
+  setTimeout(() => outboxChanged(senders ? [...senders] : undefined), delay).unref();
+}
+
+function resumed(): void {
+  const pausedMs = Date.now() - shortage.since;
+  shortage.reason = null;
+  shortage.attempt = 0;
+  emit({ type: 'actor.resumed', agent: 'router', pausedMs });
+  appendEvent(init.root, { type: 'actor.resumed', agent: 'router', paused_ms: pausedMs });
+}
 
 const actor = createActor(machine);
 let lastValue = '';

@@ -9,6 +9,8 @@ import { readInbox } from '../src/queue/inbox.ts';
 import { agentPaths, hivePaths } from '../src/layout/paths.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import type { Hive } from '../src/hive.ts';
+import { GodNotices } from '../src/supervisor/notices.ts';
+import { createMessage } from '../src/protocol/message.ts';
 
 /**
  * A hive folder is shared with people and programs: whatever they leave in it must not
@@ -189,6 +191,110 @@ describe('hostile brains: deadlines and heap limits', () => {
     for (const c of crashes) expect(c).toMatch(/memory/i);
     expect(process.memoryUsage().rss).toBeLessThan(2 * 1024 ** 3);
     await roundTrip(hive, 'after the hog');
+  });
+});
+
+/** Why a small tmpfs cannot be mounted here (null when it can): the disk-full test needs one. */
+function mountProblem(): string | null {
+  if (process.platform !== 'linux') return 'not Linux';
+  if (process.getuid?.() !== 0) return 'not root (mounting a tmpfs needs root; CI runs as root)';
+  const probe = tempDir('hive-mount-probe-');
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe], { stdio: 'pipe' });
+    execFileSync('umount', [probe], { stdio: 'pipe' });
+    return null;
+  } catch (err) {
+    return `mount -t tmpfs failed: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}`;
+  }
+}
+
+const noMount = mountProblem();
+
+/** Fills the file system holding `dir` until a write fails with ENOSPC; returns the filler's path. */
+function fillDisk(dir: string): string {
+  const filler = path.join(dir, 'filler');
+  const fd = fs.openSync(filler, 'w');
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  try {
+    for (;;) fs.writeSync(fd, chunk);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    fs.closeSync(fd);
+  }
+  // Small writes too, until not even a page is left.
+  const fd2 = fs.openSync(`${filler}-2`, 'w');
+  try {
+    for (;;) fs.writeSync(fd2, Buffer.alloc(512, 1));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    fs.closeSync(fd2);
+  }
+  return filler;
+}
+
+describe('hostile disk', () => {
+  it('a notice to god that meets a full disk is written once there is room, and one never written is logged as lost', async () => {
+    const root = tempDir('hive-notices-');
+    fs.writeFileSync(path.join(root, 'log.jsonl'), '');
+    let full = true;
+    const written: string[] = [];
+    const kicked: string[][] = [];
+    const notices = new GodNotices(root, (s) => kicked.push(s), (n) => {
+      if (full) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      written.push(n.id);
+    });
+    const notice = createMessage({ from: 'hive', to: 'god', act: 'inform', subject: 'agent(s) w failed', body: 'x' });
+    notices.post(notice);
+    expect(notices.pending()).toBe(1);
+    full = false;
+    await new Promise<void>((resolve) => {
+      const t = setInterval(() => notices.pending() === 0 && (clearInterval(t), resolve()), 20);
+    });
+    expect(written).toEqual([notice.id]);
+    expect(kicked).toEqual([['hive']]);
+    full = true;
+    notices.post(createMessage({ from: 'hive', to: 'god', act: 'inform', subject: 'never written', body: 'y' }));
+    notices.close();
+    expect(fs.readFileSync(path.join(root, 'log.jsonl'), 'utf8')).toMatch(/"type":"hive.notice-lost".*"subject":"never written"/);
+  });
+
+  it.skipIf(noMount !== null)(`a full disk pauses the actors that write (status "paused: disk full"); freed space resumes them with no restart and nothing lost${noMount ? ` (skipped: ${noMount})` : ''}`, async () => {
+    const mount = tempDir('hive-tmpfs-');
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mount]);
+    try {
+      const gated = { kind: 'module' as const, module: path.join(FIXTURES, 'brains', 'gated.ts') };
+      const hive = await startHive(fastConfig({ root: path.join(mount, 'hive'), agents: [echo, client, { id: 'g', brain: gated }] }));
+      const events: string[] = [];
+      for (const name of ['crashed', 'failed', 'restarted'] as const) hive.on(name, (e) => events.push(`${name}:${JSON.stringify(e)}`));
+      const paused = new Set<string>();
+      hive.on('paused', (e) => paused.add(`${e.actor}:${e.reason}`));
+      await roundTrip(hive, 'before the disk fills');
+      const held = await hive.send({ from: 'client', to: 'g', act: 'request', body: 'held at the gate' });
+      await waitFor(hive, () => hive.status().find((s) => s.id === 'g')?.state === 'thinking', 'g is thinking');
+      // A message written by hand (not in canonical form: the router must write a copy of it).
+      const staged = path.join(mount, 'hive', 'staged.json');
+      fs.writeFileSync(staged, JSON.stringify({ id: 'by-hand-full', from: 'client', to: 'echo', act: 'request', body: 'while full' }));
+      const filler = fillDisk(mount);
+      fs.writeFileSync(path.join(agentPaths(hive.root, 'g').dir, 'gate'), ''); // an empty file: no data blocks
+      fs.renameSync(staged, path.join(agentPaths(hive.root, 'client').outbox, 'by-hand-full.json'));
+      await waitFor(hive, () => hive.status().find((s) => s.id === 'g')?.status === 'paused: disk full', 'g paused: disk full', 20_000);
+      await waitFor(hive, () => routerRow(hive).status === 'paused: disk full', 'router paused: disk full', 20_000);
+      expect([...paused]).toEqual(expect.arrayContaining(['g:disk full', 'router:disk full']));
+      fs.rmSync(filler);
+      fs.rmSync(`${filler}-2`);
+      await waitFor(hive, () => repliesTo(hive.root, 'client').includes(held.id), 'the held turn is answered once the disk has room', 20_000);
+      await waitFor(hive, () => repliesTo(hive.root, 'client').includes('by-hand-full'), 'the hand-written message is answered', 20_000);
+      await roundTrip(hive, 'after the disk had room again');
+      expect(hive.status().find((s) => s.id === 'g')).toMatchObject({ status: 'running', restarts: 0 });
+      expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+      expect(events).toEqual([]);
+      expect(repliesTo(hive.root, 'client').filter((id) => id === held.id)).toHaveLength(1);
+      await hive.close();
+    } finally {
+      execFileSync('umount', ['-l', mount]);
+    }
   });
 });
 

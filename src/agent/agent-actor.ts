@@ -21,7 +21,8 @@ import { appendEvent } from '../log/event-log.ts';
 import { errorMessage } from '../errors.ts';
 import { composeMessages, godNotice, nextTimers } from './compose.ts';
 import { SYSTEM_SENDER } from '../protocol/agent-id.ts';
-import { commitTurn, paySyncDebt, type SyncDebt } from './commit.ts';
+import { commitTurn, paySyncDebt, type StepRunner, type SyncDebt } from './commit.ts';
+import { ShortageGate } from '../fs/shortage.ts';
 import { inflightMarker, readInflight, type InflightMarker } from './inflight.ts';
 import { restoreAgentState } from './restore.ts';
 import { StateStore } from './state-store.ts';
@@ -94,16 +95,30 @@ export class AgentActor {
   private contextReport: ContextReporter | null = null;
   /** Read by the supervisor's turn deadline (null when none was shared). */
   private readonly turnClock: TurnClock | null;
+  /** Every step that writes runs through it: a full disk pauses the actor, never crashes it. */
+  private readonly gate: ShortageGate;
+  private readonly runStep: StepRunner;
 
   constructor(private readonly o: AgentActorOptions) {
     this.id = o.spec.id;
     this.clock = o.clock ?? realClock;
     this.turnClock = o.spec.turnClock ? new TurnClock(o.spec.turnClock) : null;
+    this.gate = new ShortageGate({
+      onPause: (reason, error) => {
+        this.o.emit({ type: 'actor.paused', agent: this.id, reason, error: errorMessage(error) });
+        appendEvent(this.o.root, { type: 'actor.paused', agent: this.id, reason, error: errorMessage(error) });
+      },
+      onResume: (pausedMs) => {
+        this.o.emit({ type: 'actor.resumed', agent: this.id, pausedMs });
+        appendEvent(this.o.root, { type: 'actor.resumed', agent: this.id, paused_ms: pausedMs });
+      },
+    });
+    this.runStep = (step) => this.gate.run(step);
   }
 
   /** Restores from state.json (re-emitting the last turn if needed) and starts the machine. */
   async start(): Promise<ActorInfo> {
-    const restored = restoreAgentState(this.o.root, this.id, this.o.settings.doneCap);
+    const restored = await this.runStep(() => restoreAgentState(this.o.root, this.id, this.o.settings.doneCap));
     this.restoredFrom = restored.from;
     if (this.o.brain.conversational) {
       this.session = new Session(this.o.root, this.id, currentSession(this.o.root, this.id).key, this.o.settings.sessionCaps);
@@ -113,8 +128,8 @@ export class AgentActor {
     if (restored.reemitted > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: restored.reemitted });
     const machine = agentMachine.provide({
       actors: {
-        fetchWork: fromPromise(async ({ input }) => this.fetchWork(input.cursor, input.timers)),
-        think: fromPromise(async ({ input }) => this.think(input.context, input.work)),
+        fetchWork: fromPromise(async ({ input }) => this.runStep(() => this.fetchWork(input.cursor, input.timers))),
+        think: fromPromise(async ({ input }) => this.runStep(() => this.think(input.context, input.work))),
         commit: fromPromise(async ({ input }) => this.commit(input.next, input.messages)),
         rejectPoison: fromPromise(async ({ input }) => this.rejectPoison(input.next, input.poison)),
       },
@@ -311,9 +326,12 @@ export class AgentActor {
       // After a crash, re-run one message at a time so a poison message is pinned down exactly.
       if (attempts > 1 || restarts > 0) entries.splice(1);
       more = read.length >= batch || entries.length < read.length;
-      this.inflight = { seq: first.seq, attempts, restarts, pid: process.pid };
+      // Written first, kept after: a write that fails (a full disk) and is tried again must
+      // not count as one more attempt.
+      const inflight = { seq: first.seq, attempts, restarts, pid: process.pid };
       this.marker ??= inflightMarker(this.o.root, this.id);
-      this.marker.write(this.inflight);
+      this.marker.write(inflight);
+      this.inflight = inflight;
     }
     return { entries, timers: due, poison: null, skipTo: null, more };
   }
@@ -342,6 +360,8 @@ export class AgentActor {
     ];
     const tracer = this.o.tracer ?? null;
     this.pendingTurns = [];
+    // A turn run again (its first run met a full disk) sends anew; the first run's spans end here.
+    for (const span of this.sendSpans.splice(0)) endWithError(span, 'turn run again');
     for (const input of inputs) {
       const now = this.clock.now();
       const turn: BrainTurn = {
@@ -420,12 +440,15 @@ export class AgentActor {
   /** After the commit: the session learns what the committed turns said. */
   private recordTurns(): void {
     if (!this.session) return;
-    for (const { input, out } of this.pendingTurns) {
+    // One turn at a time, each dropped once recorded: tried again after a full disk, the
+    // ones already written are not written twice.
+    while (this.pendingTurns.length > 0) {
+      const { input, out } = this.pendingTurns[0]!;
       this.session.record({ kind: 'input', text: describeInput(input), id: input.kind === 'message' ? input.message.id : input.timer.id }, ...(out.trace ?? []));
       const sent = out.messages.map((m) => `→ ${m.to} (${m.act}): ${m.body}`).join('\n');
       this.session.endTurn(describeInput(input), out.reply ?? (sent || null));
+      this.pendingTurns.shift();
     }
-    this.pendingTurns = [];
   }
 
   private async commit(next: PersistedAgentContext, messages: TurnResult['messages']): Promise<void> {
@@ -443,22 +466,24 @@ export class AgentActor {
         sent: messages.map((m) => ({ id: m.id, to: m.to, act: m.act, subject: m.subject, body: m.body, in_reply_to: m.in_reply_to })),
         timings: { fetchMs: this.thinkStart - this.turnStart, thinkMs: commitStart - this.thinkStart, commitMs: performance.now() - commitStart },
       });
-    this.debt = await commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt, previous, committed);
+    this.debt = await commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt, previous, committed, this.runStep);
     for (const span of this.sendSpans.splice(0)) span.end();
-    this.recordTurns();
+    await this.runStep(() => this.recordTurns());
     if (messages.length > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: messages.length });
   }
 
   private async rejectPoison(next: PersistedAgentContext, poison: WorkEntry & { attempts: number }): Promise<void> {
     const p = agentPaths(this.o.root, this.id);
     const name = `${String(poison.seq).padStart(12, '0')}-${poison.message.id}.json`;
-    const rec = deadLetterData(this.o.root, `poison-${this.id}-${name}`, encodeMessage(poison.message), {
-      error: `Message crashed the brain of "${this.id}" ${poison.attempts} times in a row (poison)`,
-      code: 'E_POISON',
-      source: relativeToHive(this.o.root, `${p.inbox}/${name}`),
-      agent: this.id,
-      attempts: poison.attempts,
-    }, { exactName: true });
+    const rec = await this.runStep(() =>
+      deadLetterData(this.o.root, `poison-${this.id}-${name}`, encodeMessage(poison.message), {
+        error: `Message crashed the brain of "${this.id}" ${poison.attempts} times in a row (poison)`,
+        code: 'E_POISON',
+        source: relativeToHive(this.o.root, `${p.inbox}/${name}`),
+        agent: this.id,
+        attempts: poison.attempts,
+      }, { exactName: true }),
+    );
     const notice = godNotice(
       'poison',
       `${this.id}/${poison.message.id}`,
@@ -467,9 +492,9 @@ export class AgentActor {
         `It was moved to dead-letter/${rec.name} and the agent went on with its next message.`,
       poison.message.id,
     );
-    writeOutbox(this.o.root, [notice]);
+    await this.runStep(() => writeOutbox(this.o.root, [notice]));
     this.o.emit({ type: 'outbox.written', agent: SYSTEM_SENDER, count: 1 });
-    this.debt = await commitTurn(this.store!, this.o.root, next, [], this.o.settings.doneCap, this.debt);
+    this.debt = await commitTurn(this.store!, this.o.root, next, [], this.o.settings.doneCap, this.debt, undefined, undefined, this.runStep);
     this.inflight = null;
     this.o.emit({
       type: 'actor.poisoned',

@@ -56,9 +56,16 @@ export async function paySyncDebt(root: string, agentId: string, debt: SyncDebt)
 const PLANT = process.env.HIVE_TEST_PLANT ?? '';
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
+/** Runs one step of a commit; an actor passes one that waits out a full disk (ShortageGate.run). */
+export type StepRunner = <T>(step: () => T | Promise<T>) => Promise<T>;
+
+const runDirectly: StepRunner = async (step) => step();
+
 /**
  * Steps 0–3. Returns the new sync debt. `onCommitted` runs right after step 1: the turn
  * is durable from there on (a restore finishes its effects from the commit record).
+ * `runStep` runs each step on its own, so a step that must be tried again (a full disk)
+ * repeats only itself: the commit is appended once, whatever fails after it.
  */
 export async function commitTurn(
   store: StateStore,
@@ -69,15 +76,16 @@ export async function commitTurn(
   debt: SyncDebt,
   previous?: PersistedAgentContext,
   onCommitted?: () => void,
+  runStep: StepRunner = runDirectly,
 ): Promise<SyncDebt> {
-  await paySyncDebt(root, next.agentId, debt);
+  await runStep(() => paySyncDebt(root, next.agentId, debt));
   if (PLANT === 'cursor-before-state' && previous) {
     store.append({ ...previous, cursor: next.cursor }, []);
     Atomics.wait(pause, 0, 0, 150); // widen the window a crash must hit
   }
-  store.append(next, messages);
+  await runStep(() => store.append(next, messages));
   onCommitted?.();
-  const written = messages.length > 0 ? writeOutbox(root, messages, { durable: false }) : [];
-  moveToDone(root, next.agentId, next.cursor, doneCap);
+  const written = messages.length > 0 ? await runStep(() => writeOutbox(root, messages, { durable: false })) : [];
+  await runStep(() => moveToDone(root, next.agentId, next.cursor, doneCap));
   return written;
 }

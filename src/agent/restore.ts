@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
 import { sweepTempFiles } from '../fs/atomic.ts';
+import { readRegularText } from '../fs/regular-file.ts';
 import { parseMessage, parseMessageText, type HiveMessage } from '../protocol/message.ts';
 import { writeOutbox } from '../queue/outbox.ts';
 import { moveToDone } from '../queue/inbox.ts';
@@ -20,7 +21,7 @@ export interface Restored {
 
 function isIntact(file: string, id: string): boolean {
   try {
-    const r = parseMessageText(fs.readFileSync(file, 'utf8'));
+    const r = parseMessageText(readRegularText(file).text);
     return r.ok && r.message.id === id;
   } catch {
     return false;

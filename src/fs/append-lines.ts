@@ -39,5 +39,10 @@ export function appendLines(file: string, text: string): void {
     if (checked.size >= 4_096) checked.clear();
     checked.add(file);
   }
-  fs.appendFileSync(file, text);
+  try {
+    fs.appendFileSync(file, text);
+  } catch (err) {
+    checked.delete(file); // a write cut short (a full disk) may have torn the tail: check again next time
+    throw err;
+  }
 }

@@ -8,7 +8,7 @@ import { appendEvents } from '../log/event-log.ts';
 import type { Transport, PendingItem } from '../queue/transport.ts';
 import type { DeadLetterReason } from '../queue/dead-letter.ts';
 import type { DeliveryOutcome } from '../queue/inbox-deliver.ts';
-import { isTransientResourceError } from '../fs/transient.ts';
+import { isTransientResourceError } from '../fs/shortage.ts';
 import { errorMessage } from '../errors.ts';
 import type { Delivery } from '../../actors/protocol.ts';
 
@@ -225,6 +225,12 @@ export interface RouteReport {
   moreSenders: string[];
   /** Unreadable files left for a later pass because they were still fresh. */
   unsettled: number;
+  /**
+   * Set when the pass stopped short for want of a resource (a full disk): what was done
+   * stays done, the rest is left for a later pass (which finds the deliveries made here
+   * and reports them `duplicate`).
+   */
+  shortage?: unknown;
 }
 
 export interface RouteContext {
@@ -257,11 +263,25 @@ async function eachConcurrently<T>(items: T[], limit: number, fn: (item: T) => P
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
-/** Routes everything currently waiting in the given outboxes. */
+/**
+ * Routes everything currently waiting in the given outboxes. A full disk (or another
+ * shortage, see src/fs/shortage.ts) ends the pass early with `report.shortage` set, never
+ * with an exception: the router waits and tries again.
+ */
 export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
+  const report: RouteReport = { delivered: [], duplicates: 0, rejected: [], more: false, moreSenders: [], unsettled: 0 };
+  try {
+    await routeInto(report, ctx);
+  } catch (err) {
+    if (!isTransientResourceError(err)) throw err;
+    report.shortage = err;
+  }
+  return report;
+}
+
+async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> {
   const { root, transport, settings } = ctx;
   const dir = ctx.directory ?? readDirectory(root);
-  const report: RouteReport = { delivered: [], duplicates: 0, rejected: [], more: false, moreSenders: [], unsettled: 0 };
   const byRecipient = new Map<string, HiveMessage[]>();
   const routedRefs = new Map<string, string[]>();
   const rejects: { sender: string; item: PendingItem; reason: DeadLetterReason; bounce: boolean }[] = [];
@@ -358,5 +378,4 @@ export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
 
   for (const [sender, refs] of routedRefs) await transport.settle(sender, refs);
   appendEvents(root, routeLog.map((line) => ({ type: 'message.routed', ...line })));
-  return report;
 }

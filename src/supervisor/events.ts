@@ -22,6 +22,10 @@ export interface HiveEventMap {
   failed: { host: string; agents: string[]; error: string; restarts: number };
   'dead-lettered': { source: string; error: string; code?: string; agent?: string };
   state: { actor: string; value: string };
+  /** An actor waits out a shortage (`reason`: disk full, too many open files...) instead of failing. */
+  paused: { actor: string; reason: string; error: string };
+  /** It went on by itself after `pausedMs`. */
+  resumed: { actor: string; pausedMs: number };
   spawned: { agent: string; host: string };
   stopped: { agent: string };
   /** The miner re-mined something (memory.mined). */

@@ -28,6 +28,7 @@ import { TurnClock } from '../agent/turn-clock.ts';
 import { moduleBrainUrl } from './bundle.ts';
 import { hostIdFor } from './placement.ts';
 import { HiveEvents } from './events.ts';
+import { GodNotices } from './notices.ts';
 import { startControlServer, type ControlServer } from './control.ts';
 import type { ActorContextSummary } from '../../actors/protocol.ts';
 import { HiveObserver, type ObserveOptions } from '../telemetry/observer.ts';
@@ -71,6 +72,8 @@ interface AgentRecord {
   conversation: string | null;
   /** Shared with its worker: when its running turn started (turn deadline, status). */
   turnClock: TurnClock;
+  /** The shortage the actor waits out (`disk full`), or null. */
+  paused?: string | null;
 }
 
 const ROUTER_HOST = 'router';
@@ -89,12 +92,15 @@ export class Supervisor {
   private readonly members = new Map<string, string[]>();
   private readonly agents = new Map<string, AgentRecord>();
   private routerValue = 'starting';
+  /** The shortage the router waits out, or null. */
+  private routerPaused: string | null = null;
   private routerHandle: WorkerHandle<RouterHostApi> | null = null;
   private control: ControlServer | null = null;
   private hooks: JsonLineServer | null = null;
   private closing = false;
   private started = false;
   private readonly watchdog = new TurnWatchdog(() => this.watchedTurns());
+  private readonly notices: GodNotices;
   /** The live thread of each agent host, from its boot on (its HostChild knows it only once started). */
   private readonly workers = new Map<string, WorkerHandle<AgentHostApi>>();
   private wakeQueue = new Map<string, Set<string>>();
@@ -109,6 +115,7 @@ export class Supervisor {
     private readonly observe: ObserveOptions = {},
   ) {
     this.root = config.root;
+    this.notices = new GodNotices(this.root, (senders) => this.kickRouter(senders));
     this.memory = new MemoryActors(config, config.supervisor.restart, this.events, (kind) => ({
       onCrashed: (info) => this.onHostCrashed(kind, info),
       onRestarted: (info) => {
@@ -234,6 +241,7 @@ export class Supervisor {
     await this.router?.stop();
     await Promise.all([...this.hosts.values()].map((h) => h.stop()));
     await this.memory.stop();
+    this.notices.close();
     appendEvent(this.root, { type: 'hive.stopped', pid: process.pid });
     await this.observer?.close();
     await this.lock?.release();
@@ -376,7 +384,7 @@ export class Supervisor {
       brain: '-',
       host: ROUTER_HOST,
       state: this.routerValue,
-      status: this.router?.state() ?? 'stopped',
+      status: withPause(this.router?.state() ?? 'stopped', this.routerPaused),
       restarts: this.router?.restarts() ?? 0,
       inboxDepth: 0,
       cursor: 0,
@@ -398,7 +406,7 @@ export class Supervisor {
         brain: r.brain.kind,
         host: r.hostId,
         state: host ? (started !== null ? 'thinking' : r.value) : PASSIVE_KINDS.has(r.brain.kind) ? 'waiting' : 'stopped',
-        status: host ? host.state() : r.entry.status,
+        status: host ? withPause(host.state(), r.paused ?? null) : r.entry.status,
         restarts: host?.restarts() ?? 0,
         inboxDepth: safeDepth(this.root, r.entry.id, cursor),
         cursor,
@@ -660,12 +668,7 @@ export class Supervisor {
       `The worker of ${what} crashed ${info.restarts + 1} times within ${this.config.supervisor.restart.withinMs} ms and was not restarted. ` +
         `Last error: ${info.error}. The rest of the hive keeps running; fix the cause and spawn it again.`,
     );
-    try {
-      writeOutbox(this.root, [notice]);
-      this.kickRouter([notice.from]);
-    } catch (err) {
-      appendEvent(this.root, { type: 'hive.notice-failed', error: errorMessage(err) });
-    }
+    this.notices.post(notice);
     this.events.emit('failed', { host: hostId, agents, ...info });
   }
 
@@ -708,6 +711,7 @@ export class Supervisor {
       case 'actor.started': {
         const r = this.agents.get(e.agent);
         if (r) {
+          r.paused = null; // a new thread: nothing waits yet
           r.value = e.info.value;
           r.cursor = e.info.cursor;
           r.handled = e.info.handled;
@@ -718,6 +722,18 @@ export class Supervisor {
       case 'actor.processed':
         this.events.emit('processed', { agent: e.agent, cursor: e.cursor, handled: e.handled, sent: e.sent, timings: e.timings });
         break;
+      case 'actor.paused':
+      case 'actor.resumed': {
+        const reason = e.type === 'actor.paused' ? e.reason : null;
+        if (e.agent === ROUTER_HOST) this.routerPaused = reason;
+        else {
+          const r = this.agents.get(e.agent);
+          if (r) r.paused = reason;
+        }
+        if (e.type === 'actor.paused') this.events.emit('paused', { actor: e.agent, reason: e.reason, error: e.error });
+        else this.events.emit('resumed', { actor: e.agent, pausedMs: e.pausedMs });
+        break;
+      }
       case 'actor.poisoned':
         this.events.emit('dead-lettered', { source: `agents/${e.agent}/inbox`, error: `poison message ${e.id} (${e.attempts} crashes)`, code: 'E_POISON', agent: e.agent });
         break;
@@ -784,7 +800,7 @@ export class Supervisor {
         `Keep memory: hive switch ${agentId} --keep   (the history is re-imported verbatim)\n` +
         `Snapshot:    hive switch ${agentId} --snapshot NAME   (a recap is armed as background)`,
     );
-    writeOutbox(this.root, [notice]);
+    this.notices.post(notice);
     appendEvent(this.root, { type: 'session.switch-offered', agent: agentId, from: brainIdentity(before), to: brainIdentity(after), archived: archived.key });
   }
 
@@ -805,6 +821,11 @@ export class Supervisor {
     }
     if (swept.length > 0) appendEvent(this.root, { type: 'hive.swept', files: swept.length });
   }
+}
+
+/** A running actor that waits out a shortage shows it in place of `running`: `paused: disk full`. */
+function withPause(status: string, paused: string | null): string {
+  return paused && status === 'running' ? `paused: ${paused}` : status;
 }
 
 function safeDepth(root: string, id: string, cursor: number): number {
