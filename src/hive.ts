@@ -2,6 +2,7 @@ import { parseConfig, type HiveConfig, type HiveConfigInput } from './config/sch
 import type { RegistryEntry } from './registry/registry.ts';
 import type { HiveMessage, HiveMessageInput } from './protocol/message.ts';
 import { Supervisor, type ActorStatus } from './supervisor/supervisor.ts';
+import { agentToken } from './hooks/agent-token.ts';
 import type { HiveEventMap, HiveEventName } from './supervisor/events.ts';
 import type { ObserveOptions } from './telemetry/observer.ts';
 import type { Question } from './human/questions.ts';
@@ -29,6 +30,8 @@ export interface Hive {
   /** Answers a question in its conversation; the asker's actor continues. */
   answer(questionId: string, body: string): HiveMessage;
   on<K extends HiveEventName>(event: K, listener: (event: HiveEventMap[K]) => void): () => void;
+  /** The hooks token of an agent (HIVE_AGENT_TOKEN), for an agent CLI run outside the hive. */
+  agentToken(id: string): string;
   /** Graceful stop: finish or abandon in-flight turns, commit, release the lock. */
   close(): Promise<void>;
   // ---- memory (DESIGN §6) ----
@@ -74,6 +77,7 @@ export function createHive(config: HiveConfigInput | HiveConfig, options: { conf
     answer: (questionId, body) => supervisor.answer(questionId, body),
     on: (event, listener) => supervisor.events.on(event, listener),
     close: () => supervisor.close(),
+    agentToken: (id) => agentToken(parsed.root, id),
     remember: async (agent, entry, opts) => {
       const r = await remember(parsed.root, agent, entry, opts);
       supervisor.memory.notify(agent);

@@ -10,6 +10,7 @@ import { commitCursor } from '../src/queue/cursor.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { ensureAgent } from '../src/layout/ensure.ts';
 import { formatDuration, stateText } from '../src/cli/commands/status.ts';
+import { agentToken } from '../src/hooks/agent-token.ts';
 
 async function cli(args: string[], input = '') {
   const io = memoryIO(input);
@@ -18,6 +19,17 @@ async function cli(args: string[], input = '') {
 }
 
 describe('hive CLI', () => {
+  it('token prints an agent\'s hooks token; spawn of an external agent prints it too', async () => {
+    const root = tempRoot();
+    await cli(['init', '--root', root]);
+    const spawned = await cli(['spawn', '--root', root, '--id', 'outside', '--brain', 'external']);
+    expect(spawned.code).toBe(0);
+    const token = await cli(['token', 'outside', '--root', root]);
+    expect(token.stdout).toBe(`export HIVE_AGENT_TOKEN=${agentToken(root, 'outside')}\n`);
+    expect(spawned.stdout).toContain(token.stdout);
+    expect((await cli(['token', 'nobody', '--root', root])).stderr).toContain('No agent "nobody"');
+  });
+
   it('status says how long a running turn has been going (thinking for 12 min)', () => {
     expect(stateText({ state: 'thinking', busyMs: 720_000 })).toBe('thinking for 12 min');
     expect(stateText({ state: 'thinking', busyMs: 3_400 })).toBe('thinking for 3 s');

@@ -18,6 +18,8 @@ import { committedCursor } from '../src/queue/committed-cursor.ts';
 import { readJsonl } from '../src/session/journal.ts';
 import { sessionPaths } from '../src/session/paths.ts';
 import { currentSession } from '../src/session/session.ts';
+import { agentToken } from '../src/hooks/agent-token.ts';
+import { isAgentId } from '../src/protocol/agent-id.ts';
 
 /** Sends raw bytes and returns the answer text once the server closes. */
 function rawRequest(sock: string, bytes: string | Buffer): Promise<string> {
@@ -38,7 +40,11 @@ async function hooksHive() {
       hooks: { maxLineBytes: 4_096, deny: [{ tool: 'Bash', match: 'rm -rf', reason: 'no deleting trees' }] },
     }),
   );
-  return { hive, sock: resolveSocketPath(hive.root, HOOKS_SOCKET) };
+  const sock = resolveSocketPath(hive.root, HOOKS_SOCKET);
+  /** Sends an event as its agent would: with the agent's token. */
+  const ask = (event: Record<string, unknown>, timeoutMs = 5_000) =>
+    requestJsonLine(sock, { ...event, ...(isAgentId(event.agent_id) ? { agent_token: agentToken(hive.root, event.agent_id) } : {}) }, timeoutMs);
+  return { hive, sock, ask };
 }
 
 describe('hooks socket', () => {
@@ -48,9 +54,9 @@ describe('hooks socket', () => {
   });
 
   it('journals every event kind into the transcript and log.jsonl', async () => {
-    const { hive, sock } = await hooksHive();
+    const { hive, ask } = await hooksHive();
     for (const name of ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Notification', 'Stop']) {
-      const answer = (await requestJsonLine(sock, { hook_event_name: name, agent_id: 'ext', session_id: 's1', tool_name: 'Read', tool_input: { path: 'x' } }, 5_000)) as { ok: boolean };
+      const answer = (await ask({ hook_event_name: name, agent_id: 'ext', session_id: 's1', tool_name: 'Read', tool_input: { path: 'x' } })) as { ok: boolean };
       expect(answer.ok, name).toBe(true);
     }
     const lines = readJsonl<{ kind: string; event: { hook_event_name: string } }>(sessionPaths(hive.root, 'ext', currentSession(hive.root, 'ext').key).transcript);
@@ -60,62 +66,62 @@ describe('hooks socket', () => {
   });
 
   it('PreToolUse is denied by the operator policy', async () => {
-    const { sock } = await hooksHive();
-    const deny = await requestJsonLine(sock, { hook_event_name: 'PreToolUse', agent_id: 'ext', tool_name: 'Bash', tool_input: { command: 'rm -rf /' } }, 5_000);
+    const { ask } = await hooksHive();
+    const deny = await ask({ hook_event_name: 'PreToolUse', agent_id: 'ext', tool_name: 'Bash', tool_input: { command: 'rm -rf /' } });
     expect(deny).toMatchObject({ decision: 'deny', reason: 'no deleting trees' });
-    const allow = await requestJsonLine(sock, { hook_event_name: 'PreToolUse', agent_id: 'ext', tool_name: 'Bash', tool_input: { command: 'ls' } }, 5_000);
+    const allow = await ask({ hook_event_name: 'PreToolUse', agent_id: 'ext', tool_name: 'Bash', tool_input: { command: 'ls' } });
     expect(allow).toMatchObject({ decision: 'allow' });
   });
 
   it('Stop hands back unprocessed inbox messages and moves the cursor only when acknowledged', async () => {
-    const { hive, sock } = await hooksHive();
+    const { hive, ask } = await hooksHive();
     const msgs = [1, 2].map((i) => createMessage({ from: 'echo', to: 'ext', act: 'inform', body: `news ${i}` }));
     await deliver(hive.root, 'ext', msgs);
-    const first = (await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: 'ext' }, 5_000)) as { decision: string; reason: string; ack: string; messages: unknown[] };
+    const first = (await ask({ hook_event_name: 'Stop', agent_id: 'ext' })) as { decision: string; reason: string; ack: string; messages: unknown[] };
     expect(first.decision).toBe('block');
     expect(first.reason).toContain('news 1');
     expect(first.messages).toHaveLength(2);
     expect(committedCursor(hive.root, 'ext')).toBe(0);
-    const again = (await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: 'ext' }, 5_000)) as { ack: string };
+    const again = (await ask({ hook_event_name: 'Stop', agent_id: 'ext' })) as { ack: string };
     expect(again.ack).toBe(first.ack);
-    await requestJsonLine(sock, { hook_event_name: 'Ack', agent_id: 'ext', ack: first.ack }, 5_000);
+    await ask({ hook_event_name: 'Ack', agent_id: 'ext', ack: first.ack });
     expect(committedCursor(hive.root, 'ext')).toBe(2);
-    expect(await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: 'ext' }, 5_000)).toEqual({ ok: true });
+    expect(await ask({ hook_event_name: 'Stop', agent_id: 'ext' })).toEqual({ ok: true });
   });
 
   it('an ack is refused for an agent run by its own actor and for a seq beyond the inbox; nothing moves', async () => {
-    const { hive, sock } = await hooksHive();
+    const { hive, ask } = await hooksHive();
     await hive.stop('echo'); // keep its inbox unread while we try to ack it from outside
     const msgs = [1, 2, 3].map((i) => createMessage({ from: 'ext', to: 'echo', act: 'inform', body: `note ${i}` }));
     await deliver(hive.root, 'echo', msgs);
-    const forged = await requestJsonLine(sock, { hook_event_name: 'Notification', agent_id: 'echo', ack: 'echo:3' }, 5_000);
+    const forged = await ask({ hook_event_name: 'Notification', agent_id: 'echo', ack: 'echo:3' });
     expect(forged).toMatchObject({ ok: false, error: { code: 'E_HOOK', message: expect.stringContaining('run by its own actor') } });
     expect(committedCursor(hive.root, 'echo')).toBe(0);
     expect(fs.readdirSync(path.join(hive.root, 'agents', 'echo', 'inbox')).filter((n) => /^\d+-.*\.json$/.test(n))).toHaveLength(3);
 
     await deliver(hive.root, 'ext', [createMessage({ from: 'echo', to: 'ext', act: 'inform', body: 'one' })]);
-    const beyond = await requestJsonLine(sock, { hook_event_name: 'Ack', agent_id: 'ext', ack: 'ext:99' }, 5_000);
+    const beyond = await ask({ hook_event_name: 'Ack', agent_id: 'ext', ack: 'ext:99' });
     expect(beyond).toMatchObject({ ok: false, error: { message: expect.stringContaining('inbox of "ext" ends at seq 1') } });
-    const other = await requestJsonLine(sock, { hook_event_name: 'Ack', agent_id: 'ext', ack: 'echo:1' }, 5_000);
+    const other = await ask({ hook_event_name: 'Ack', agent_id: 'ext', ack: 'echo:1' });
     expect(other).toMatchObject({ ok: false, error: { message: expect.stringContaining('belongs to agent "echo"') } });
     expect(committedCursor(hive.root, 'ext')).toBe(0);
     expect(fs.readFileSync(path.join(hive.root, 'log.jsonl'), 'utf8')).toContain('"type":"hook.rejected"');
   });
 
   it('an unknown agent, malformed JSON and an oversized line get an error answer; the server keeps serving', async () => {
-    const { sock } = await hooksHive();
-    expect(await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: 'nobody' }, 5_000)).toMatchObject({ ok: false, error: { code: 'E_UNKNOWN_AGENT' } });
-    expect(await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: '../x' }, 5_000)).toMatchObject({ ok: false, error: { code: 'E_HOOK' } });
+    const { sock, ask } = await hooksHive();
+    expect(await ask({ hook_event_name: 'Stop', agent_id: 'nobody' })).toMatchObject({ ok: false, error: { code: 'E_UNKNOWN_AGENT' } });
+    expect(await ask({ hook_event_name: 'Stop', agent_id: '../x' })).toMatchObject({ ok: false, error: { code: 'E_HOOK' } });
     expect(JSON.parse(await rawRequest(sock, '{ not json\n'))).toMatchObject({ ok: false, error: { message: expect.stringContaining('Malformed JSON') } });
     expect(JSON.parse(await rawRequest(sock, `${'x'.repeat(10_000)}\n`))).toMatchObject({ ok: false, error: { message: expect.stringContaining('longer than 4096 bytes') } });
-    expect(await requestJsonLine(sock, { hook_event_name: 'Notification', agent_id: 'ext' }, 5_000)).toEqual({ ok: true });
+    expect(await ask({ hook_event_name: 'Notification', agent_id: 'ext' })).toEqual({ ok: true });
   });
 
   it('hive hook forwards stdin to HIVE_SOCK and prints the answer', async () => {
-    const { sock } = await hooksHive();
+    const { hive, sock } = await hooksHive();
     const r = await runHive(['hook', '--event', 'PreToolUse'], {
       input: JSON.stringify({ tool_name: 'Bash', tool_input: { command: 'rm -rf x' } }),
-      env: { HIVE_SOCK: sock, AGENT_ID: 'ext' },
+      env: { HIVE_SOCK: sock, AGENT_ID: 'ext', HIVE_AGENT_TOKEN: hive.agentToken('ext') },
     });
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ decision: 'deny' });
@@ -162,8 +168,11 @@ describe('hooks socket', () => {
   });
 
   it('hive hook forwards an event whose writer keeps stdin open, and exits without waiting for it', async () => {
-    const { sock } = await hooksHive();
-    const shim = spawn(process.execPath, [path.join(REPO, 'scripts', 'hive.mjs'), 'hook', '--event', 'PreToolUse'], { env: { ...process.env, HIVE_SOCK: sock, AGENT_ID: 'ext' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const { hive, sock } = await hooksHive();
+    const shim = spawn(process.execPath, [path.join(REPO, 'scripts', 'hive.mjs'), 'hook', '--event', 'PreToolUse'], {
+      env: { ...process.env, HIVE_SOCK: sock, AGENT_ID: 'ext', HIVE_AGENT_TOKEN: hive.agentToken('ext') },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let out = '';
     shim.stdout.on('data', (d) => (out += String(d)));
     const t0 = Date.now();

@@ -3,7 +3,12 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
-import { tempDir } from './helpers/temp.ts';
+import { tempDir, tempRoot } from './helpers/temp.ts';
+import { runCli } from '../src/cli/main.ts';
+import { memoryIO } from '../src/cli/io.ts';
+import { formatDelivery } from '../src/cli/commands/start.ts';
+import { deliver } from '../src/queue/inbox-deliver.ts';
+import { appendEvent } from '../src/log/event-log.ts';
 import { FIXTURES } from './helpers/fixture.ts';
 import { readInbox } from '../src/queue/inbox.ts';
 import { agentPaths, hivePaths } from '../src/layout/paths.ts';
@@ -11,6 +16,10 @@ import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import type { Hive } from '../src/hive.ts';
 import { GodNotices } from '../src/supervisor/notices.ts';
 import { createMessage } from '../src/protocol/message.ts';
+import { requestJsonLine } from '../src/net/json-line.ts';
+import { resolveSocketPath } from '../src/net/socket-path.ts';
+import { HOOKS_SOCKET } from '../src/hooks/server.ts';
+import { committedCursor } from '../src/queue/committed-cursor.ts';
 
 /**
  * A hive folder is shared with people and programs: whatever they leave in it must not
@@ -20,6 +29,12 @@ import { createMessage } from '../src/protocol/message.ts';
 
 const client = { id: 'client', brain: { kind: 'external' as const } };
 const echo = { id: 'echo', brain: { kind: 'echo' as const } };
+
+async function cli(args: string[]) {
+  const io = memoryIO('');
+  const code = await runCli(args, io.io);
+  return { code, stdout: io.stdout, stderr: io.stderr };
+}
 
 function repliesTo(root: string, id: string): string[] {
   return readInbox(root, id, 0).entries.map((e) => e.message.in_reply_to ?? '');
@@ -191,6 +206,48 @@ describe('hostile brains: deadlines and heap limits', () => {
     for (const c of crashes) expect(c).toMatch(/memory/i);
     expect(process.memoryUsage().rss).toBeLessThan(2 * 1024 ** 3);
     await roundTrip(hive, 'after the hog');
+  });
+});
+
+describe('hostile text on the operator\'s terminal', () => {
+  it('ESC sequences and control characters in a subject are printed escaped by hive start, inbox, ask and log', async () => {
+    const evil = 'Hi\x1b]0;pwned\x07\x1b[2J\x1b[1A\rfake\u202eeulav\x9b';
+    const d = { agent: 'echo', seq: 1, id: 'x', from: 'client', to: 'echo', act: 'request', subject: evil, body: 'b\x1b[31m', needs_human: false, in_reply_to: null, conversation: 'x' } as const;
+    const shown = [formatDelivery(d)];
+    const root = tempRoot();
+    expect((await cli(['init', '--root', root])).code).toBe(0);
+    await deliver(root, 'god', [createMessage({ from: 'writer', to: 'god', act: 'query', subject: evil, body: `body ${evil}`, needs_human: true })]);
+    shown.push((await cli(['inbox', 'god', '--root', root])).stdout, (await cli(['ask', '--root', root])).stdout);
+    appendEvent(root, { type: `evil\x1b[2J`, agent: 'a\x1b[1A' });
+    shown.push((await cli(['log', '--root', root])).stdout);
+    for (const out of shown) {
+      expect(out).toContain('\\x1b');
+      // No control character but newline reaches the terminal, nor a bidi override.
+      expect(out.replace(/\n/g, '')).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e]/);
+    }
+  });
+});
+
+describe('hostile hook callers', () => {
+  it('a caller with no token, or with one agent\'s token claiming to be god, is refused with nothing moved; traffic flows', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'ext', brain: { kind: 'external' } }] }));
+    const sock = resolveSocketPath(hive.root, HOOKS_SOCKET);
+    await hive.send({ from: 'echo', to: 'god', act: 'inform', body: 'for the people' });
+    await waitFor(hive, () => readInbox(hive.root, 'god', 0).entries.length === 1, 'god has a message');
+    const bare = await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: 'god' }, 5_000);
+    expect(bare).toMatchObject({ ok: false, error: { code: 'E_HOOK', message: expect.stringContaining('has no agent_token') } });
+    const asGod = await requestJsonLine(sock, { hook_event_name: 'Stop', agent_id: 'god', agent_token: hive.agentToken('ext') }, 5_000);
+    expect(asGod).toMatchObject({ ok: false, error: { message: expect.stringContaining('not the token of agent "god"') } });
+    expect(JSON.stringify(asGod)).not.toContain('for the people');
+    const ack = await requestJsonLine(sock, { hook_event_name: 'Ack', agent_id: 'god', ack: 'god:1', agent_token: 'f'.repeat(64) }, 5_000);
+    expect(ack).toMatchObject({ ok: false });
+    expect(committedCursor(hive.root, 'god')).toBe(0);
+    // ext with its own token is served; the token is in no file of the hive.
+    expect(await requestJsonLine(sock, { hook_event_name: 'Notification', agent_id: 'ext', agent_token: hive.agentToken('ext') }, 5_000)).toEqual({ ok: true });
+    const log = fs.readFileSync(hivePaths(hive.root).log, 'utf8');
+    expect(log).not.toContain(hive.agentToken('ext'));
+    expect(fs.statSync(path.join(hive.root, 'hive.key')).mode & 0o777).toBe(0o600);
+    await roundTrip(hive, 'after the forged hooks');
   });
 });
 

@@ -38,6 +38,7 @@ describe('command provider', () => {
     const env = JSON.parse(fs.readFileSync(envFile, 'utf8'));
     expect(env).toMatchObject({ AGENT_ID: 'cli', AGENT_NAME: 'Cli Agent', HIVE_ROOT: hive.root, AGENT_DIR: path.join(hive.root, 'agents', 'cli') });
     expect(env.HIVE_SOCK).toMatch(/hooks\.sock$/);
+    expect(env.HIVE_AGENT_TOKEN).toBe(hive.agentToken('cli'));
     const kinds = transcript(hive.root, 'cli').map((e) => e.kind);
     expect(kinds).toEqual(expect.arrayContaining(['restore', 'input', 'prompt', 'process', 'output']));
   });

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { HiveError } from '../errors.ts';
 import { repoRoot } from '../repo-root.ts';
+import { AGENT_TOKEN_ENV, agentToken } from '../hooks/agent-token.ts';
 import type { BrainSpec } from '../config/schema.ts';
 import { buildPrompt, type ToolDescription } from './prompt.ts';
 import { parseBrainAnswer } from './reply.ts';
@@ -60,6 +61,7 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
     HIVE_ROOT: env.root,
     AGENT_DIR: env.agentDir,
     HIVE_SOCK: env.hooksSock,
+    [AGENT_TOKEN_ENV]: agentToken(env.root, env.agentId),
   };
   const name = `Command \`${spec.command}\``;
 

@@ -13,6 +13,7 @@ const LOADERS: Record<string, () => Promise<Command>> = {
   inbox: async () => (await import('./commands/inbox.ts')).inboxCommand,
   spawn: async () => (await import('./commands/spawn.ts')).spawnCommand,
   stop: async () => (await import('./commands/stop.ts')).stopCommand,
+  token: async () => (await import('./commands/token.ts')).tokenCommand,
   ask: async () => (await import('./commands/questions.ts')).askCommand,
   answer: async () => (await import('./commands/questions.ts')).answerCommand,
   hook: async () => (await import('./commands/hook.ts')).hookCommand,

@@ -15,6 +15,7 @@ import { sessionPaths } from '../session/paths.ts';
 import { JsonlJournal } from '../session/journal.ts';
 import { evaluateToolPolicy, type DenyRule } from './policy.ts';
 import { HOOKS_SOCKET } from './socket-name.ts';
+import { AGENT_TOKEN_ENV, ensureHiveKey, isAgentToken } from './agent-token.ts';
 
 /**
  * The hooks socket `<root>/hooks.sock` (mode 0600, HIVE_SOCK for agent CLIs). One
@@ -29,6 +30,10 @@ import { HOOKS_SOCKET } from './socket-name.ts';
  * only when that token comes back (an `Ack` event, or any later event carrying `ack`).
  * An unknown agent, malformed JSON or an oversized line gets an error answer and the
  * connection is closed; nothing else is affected.
+ *
+ * Every event must carry the agent's `agent_token` (src/hooks/agent-token.ts): without
+ * it any process that can reach the socket could act as any agent. A missing or wrong
+ * token is an error answer with nothing done; the token is never journaled.
  */
 
 export { HOOKS_SOCKET };
@@ -68,7 +73,12 @@ function validate(root: string, raw: unknown): HookEvent {
   }
   if (!isAgentId(e.agent_id)) fail('E_HOOK', `Expected agent_id to be an agent id, got ${JSON.stringify(e.agent_id)}`);
   if (!fs.existsSync(agentPaths(root, e.agent_id).dir)) fail('E_UNKNOWN_AGENT', `Unknown agent ${JSON.stringify(e.agent_id)}`);
-  return e as HookEvent;
+  if (e.agent_token === undefined) {
+    fail('E_HOOK', `The event for agent "${e.agent_id}" has no agent_token: run the hook with ${AGENT_TOKEN_ENV} set (Hive sets it for the agents it starts; \`hive token ${e.agent_id}\` prints it). Nothing was done`);
+  }
+  if (!isAgentToken(root, e.agent_id, e.agent_token)) fail('E_HOOK', `The agent_token is not the token of agent "${e.agent_id}": refused, nothing was done`);
+  const { agent_token: _secret, ...event } = e; // never journaled or logged
+  return event as HookEvent;
 }
 
 /** Hook events join the agent's transcript through a capped journal (the cap holds for them too). */
@@ -158,6 +168,7 @@ function answerFor(root: string, e: HookEvent, options: HooksOptions, pendingAck
 
 /** Starts the hooks socket for a hive; the supervisor owns it. */
 export async function startHooksServer(root: string, options: HooksOptions): Promise<JsonLineServer> {
+  ensureHiveKey(root);
   const socketPath = socketPathFor(root, HOOKS_SOCKET);
   const pendingAck = new Map<string, string>();
   const journals = new Map<string, JsonlJournal<unknown>>();

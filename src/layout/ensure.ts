@@ -5,6 +5,7 @@ import { agentPaths, hivePaths } from './paths.ts';
 import { createFileOnce, writeFilesAtomicAsync, writeJsonAtomic, type FileToWrite } from '../fs/atomic.ts';
 import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { updateRegistry, type RegistryEntry } from '../registry/registry.ts';
+import { ensureHiveKey } from '../hooks/agent-token.ts';
 
 export interface AgentSpec {
   id: string;
@@ -120,6 +121,7 @@ export async function ensureHive(root: string): Promise<void> {
   createFileOnce(p.snapshots, `${JSON.stringify({ version: 1, snapshots: [] }, null, 2)}\n`);
   createFileOnce(p.sessions, `${JSON.stringify({ version: 1, sessions: [] }, null, 2)}\n`);
   if (!fs.existsSync(p.registry)) writeJsonAtomic(p.registry, { version: 1, agents: {} });
+  ensureHiveKey(root);
   if (!fs.existsSync(agentPaths(root, GOD_ID).dir)) {
     await ensureAgent(root, { id: GOD_ID, name: 'God', role: 'the people in the loop', brain: HUMAN_BRAIN }, 'system');
   }

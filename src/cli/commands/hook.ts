@@ -2,6 +2,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { requestJsonLine } from '../../net/json-line.ts';
 import { resolveSocketPath } from '../../net/socket-path.ts';
 import { HOOKS_SOCKET } from '../../hooks/socket-name.ts';
+import { AGENT_TOKEN_ENV } from '../../hooks/agent-token.ts';
 import { str, type Command } from '../args.ts';
 import path from 'node:path';
 
@@ -50,8 +51,8 @@ function readEvent(stdin: NodeJS.ReadableStream, deadlineMs: number): Promise<st
 export const hookCommand: Command = {
   name: 'hook',
   summary: 'the shim an agent CLI runs as its hook: forwards the event on stdin to HIVE_SOCK, prints the answer (never blocks > 5 s)',
-  usage: 'hive hook [--event NAME] [--agent ID] [--sock PATH | --root DIR]',
-  options: { event: { type: 'string' }, agent: { type: 'string' }, sock: { type: 'string' }, root: { type: 'string' } },
+  usage: 'hive hook [--event NAME] [--agent ID] [--token T] [--sock PATH | --root DIR]   (AGENT_ID, HIVE_AGENT_TOKEN, HIVE_SOCK from the environment)',
+  options: { event: { type: 'string' }, agent: { type: 'string' }, token: { type: 'string' }, sock: { type: 'string' }, root: { type: 'string' } },
   async run(args, io) {
     const started = Date.now();
     let event: Record<string, unknown> = {};
@@ -67,6 +68,8 @@ export const hookCommand: Command = {
     const name = str(args, 'event');
     if (name) event.hook_event_name = name;
     event.agent_id ??= str(args, 'agent') ?? io.env.AGENT_ID;
+    const token = str(args, 'token') ?? io.env[AGENT_TOKEN_ENV];
+    if (token !== undefined) event.agent_token ??= token;
     const sock = str(args, 'sock') ?? io.env.HIVE_SOCK ?? resolveSocketPath(path.resolve(io.cwd, str(args, 'root') ?? io.env.HIVE_ROOT ?? '.hive'), HOOKS_SOCKET);
     try {
       const answer = await requestJsonLine(sock, event, Math.max(100, BUDGET_MS - (Date.now() - started)));

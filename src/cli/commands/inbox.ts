@@ -2,6 +2,7 @@ import { requireAgent } from '../../layout/ensure.ts';
 import { listInbox, readInboxEntry } from '../../queue/inbox.ts';
 import { committedCursor } from '../../queue/committed-cursor.ts';
 import { JSON_OPTION, ROOT_OPTION, agentArg, rootOf, type Command } from '../args.ts';
+import { terminalLine } from '../terminal.ts';
 
 export const inboxCommand: Command = {
   name: 'inbox',
@@ -33,8 +34,8 @@ export const inboxCommand: Command = {
     io.out(`${agent}: ${rows.length} message(s), cursor at ${cursor}\n`);
     for (const r of rows) {
       const mark = r.processed ? 'done   ' : 'pending';
-      const text = (r.subject || r.body || '').replace(/\s+/g, ' ').slice(0, 60);
-      io.out(`${String(r.seq).padStart(6)}  ${mark}  ${r.from ?? '?'} ${r.act ?? '?'}  ${text}\n`);
+      const text = terminalLine((r.subject || r.body || '').slice(0, 60));
+      io.out(`${String(r.seq).padStart(6)}  ${mark}  ${terminalLine(r.from ?? '?')} ${terminalLine(r.act ?? '?')}  ${text}\n`);
     }
     return 0;
   },

@@ -4,13 +4,14 @@ import { requireHive } from '../../layout/ensure.ts';
 import { eventConcerns, openLogReader, parseLogLine } from '../../log/read.ts';
 import type { LoggedEvent } from '../../log/event-log.ts';
 import { JSON_OPTION, ROOT_OPTION, rootOf, str, type Command, agentArg } from '../args.ts';
+import { terminalLine } from '../terminal.ts';
 
 /** One event as a text line: time, type, agent, then the remaining fields compactly. */
 export function formatEvent(e: LoggedEvent): string {
   const { at, type, agent, pid: _pid, ...rest } = e;
   const who = typeof agent === 'string' ? agent : '';
   const detail = Object.keys(rest).length > 0 ? JSON.stringify(rest) : '';
-  return `${String(at).slice(0, 23)}  ${type.padEnd(24)} ${who.padEnd(12)} ${detail}`.trimEnd() + '\n';
+  return terminalLine(`${String(at).slice(0, 23)}  ${String(type).padEnd(24)} ${who.padEnd(12)} ${detail}`.trimEnd()) + '\n';
 }
 
 export const logCommand: Command = {

@@ -4,6 +4,7 @@ import { isHiveError } from '../../errors.ts';
 import { requireHive } from '../../layout/ensure.ts';
 import { JSON_OPTION, ROOT_OPTION, badArgs, rootOf, str, type Command } from '../args.ts';
 import { readAll } from '../io.ts';
+import { terminalLine, terminalText } from '../terminal.ts';
 
 export const askCommand: Command = {
   name: 'ask',
@@ -20,7 +21,7 @@ export const askCommand: Command = {
     }
     if (questions.length === 0) io.out('no open questions\n');
     for (const q of questions) {
-      io.out(`ASK ME ${q.id}  from ${q.from}${q.answered ? '  (answered)' : ''}\n  ${q.subject ? `${q.subject}: ` : ''}${q.body.replace(/\n/g, '\n  ')}\n`);
+      io.out(`ASK ME ${terminalLine(q.id)}  from ${terminalLine(q.from)}${q.answered ? '  (answered)' : ''}\n  ${terminalText(`${q.subject ? `${q.subject}: ` : ''}${q.body}`).replace(/\n/g, '\n  ')}\n`);
     }
     return 0;
   },

@@ -3,6 +3,7 @@ import { controlRequest } from '../../supervisor/control.ts';
 import { AgentConfigSchema } from '../../config/schema.ts';
 import { ensureAgent, requireHive } from '../../layout/ensure.ts';
 import { isHiveError } from '../../errors.ts';
+import { AGENT_TOKEN_ENV, agentToken } from '../../hooks/agent-token.ts';
 import { ROOT_OPTION, badArgs, rootOf, str, type Command } from '../args.ts';
 
 export const spawnCommand: Command = {
@@ -59,6 +60,8 @@ export const spawnCommand: Command = {
       await ensureAgent(root, { id: a.id, name: a.name ?? a.id, role: a.role ?? 'agent', brain: a.brain }, 'runtime');
       io.out(`registered ${a.id}; the hive is not running, it starts with the hive\n`);
     }
+    // An agent run outside the hive needs its hooks token (agents Hive starts get theirs).
+    if (parsed.data.brain.kind === 'external') io.out(`export ${AGENT_TOKEN_ENV}=${agentToken(root, parsed.data.id)}\n`);
     return 0;
   },
 };

@@ -4,6 +4,7 @@ import { createHive } from '../../hive.ts';
 import type { Delivery } from '../../../actors/protocol.ts';
 import { JSON_OPTION, str, type Command } from '../args.ts';
 import { startInspector, type Inspector } from '../../inspector/server.ts';
+import { terminalLine } from '../terminal.ts';
 
 function clock(): string {
   return new Date().toISOString().slice(11, 23);
@@ -13,8 +14,8 @@ function clock(): string {
 export function formatDelivery(d: Delivery): string {
   const arrow = d.to === d.agent || d.to === 'human' || d.needs_human ? `${d.from} → ${d.agent}` : `${d.from} → ${d.agent} (${d.to})`;
   const ask = d.needs_human ? '  [ASK ME]' : '';
-  const text = `${d.subject ? `${d.subject}: ` : ''}${d.body}`.replace(/\s+/g, ' ').slice(0, 110);
-  return `${clock()}  ${arrow.padEnd(26)} ${d.act.padEnd(8)} ${text}${ask}\n`;
+  const text = terminalLine(`${d.subject ? `${d.subject}: ` : ''}${d.body}`.slice(0, 110));
+  return `${clock()}  ${terminalLine(arrow).padEnd(26)} ${d.act.padEnd(8)} ${text}${ask}\n`;
 }
 
 export const startCommand: Command = {
