@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ import { memoryIO } from '../src/cli/io.ts';
 import { formatDelivery } from '../src/cli/commands/start.ts';
 import { deliver } from '../src/queue/inbox-deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
+import { startInspector } from '../src/inspector/server.ts';
 import { FIXTURES } from './helpers/fixture.ts';
 import { readInbox } from '../src/queue/inbox.ts';
 import { agentPaths, hivePaths } from '../src/layout/paths.ts';
@@ -228,6 +230,22 @@ describe('hostile text on the operator\'s terminal', () => {
   });
 });
 
+describe('hostile requests to the inspector', () => {
+  it('a malformed cookie is a 400 that says so, never a 500; the inspector keeps answering', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client] }));
+    const inspector = await startInspector(hive);
+    try {
+      const base = `http://127.0.0.1:${inspector.port}`;
+      const bad = await fetch(`${base}/api/state`, { headers: { cookie: 'hive_token=%E0%A4%A' } });
+      expect(bad.status).toBe(400);
+      expect(await bad.json()).toMatchObject({ ok: false, error: { code: 'E_BAD_ARGS', message: expect.stringContaining('Malformed cookie hive_token') } });
+      expect((await fetch(inspector.url)).status).toBe(200);
+    } finally {
+      await inspector.close();
+    }
+  });
+});
+
 describe('hostile hook callers', () => {
   it('a caller with no token, or with one agent\'s token claiming to be god, is refused with nothing moved; traffic flows', async () => {
     const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'ext', brain: { kind: 'external' } }] }));
@@ -248,6 +266,25 @@ describe('hostile hook callers', () => {
     expect(log).not.toContain(hive.agentToken('ext'));
     expect(fs.statSync(path.join(hive.root, 'hive.key')).mode & 0o777).toBe(0o600);
     await roundTrip(hive, 'after the forged hooks');
+  });
+
+  it('2,000 hook connections at once are all accepted and answered (the listen backlog holds a burst)', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'ext', brain: { kind: 'external' } }] }));
+    const sock = resolveSocketPath(hive.root, HOOKS_SOCKET);
+    const line = `${JSON.stringify({ hook_event_name: 'Notification', agent_id: 'ext', agent_token: hive.agentToken('ext') })}\n`;
+    const one = () =>
+      new Promise<string>((resolve) => {
+        const c = net.createConnection(sock);
+        let out = '';
+        c.on('connect', () => c.write(line));
+        c.on('data', (d) => (out += String(d)));
+        c.on('close', () => resolve(out));
+        c.on('error', (err) => resolve(`error ${(err as NodeJS.ErrnoException).code}`));
+      });
+    const answers = await Promise.all(Array.from({ length: 2_000 }, one));
+    const failed = answers.filter((a) => a.trim() !== '{"ok":true}');
+    expect(failed.length, failed.slice(0, 3).join(' | ')).toBe(0);
+    await roundTrip(hive, 'after the burst');
   });
 });
 

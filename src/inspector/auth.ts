@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { HiveError } from '../errors.ts';
 
 /**
  * The inspector's access token: 32 random bytes, base64url. Every request must carry it
@@ -26,7 +27,13 @@ export function tokenMatches(given: string | null | undefined, expected: string)
 function cookie(req: IncomingMessage, name: string): string | null {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const [k, ...v] = part.trim().split('=');
-    if (k === name) return decodeURIComponent(v.join('='));
+    if (k !== name) continue;
+    try {
+      return decodeURIComponent(v.join('='));
+    } catch {
+      // A bad %-escape is the client's mistake: a 400 that says so, never a 500.
+      throw new HiveError('E_BAD_ARGS', `Malformed cookie ${name}: not valid percent-encoding`);
+    }
   }
   return null;
 }

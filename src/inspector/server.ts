@@ -86,7 +86,9 @@ export async function startInspector(hive: Hive, options: { port?: number; token
 
   const server = http.createServer((req, res) => {
     void handle(req, res).catch((err) => {
-      if (!res.headersSent) sendError(res, 500, 'E_IO', errorMessage(err));
+      // A request Hive cannot make sense of (a bad cookie, a malformed URL) is a 400.
+      const bad = isHiveError(err, 'E_BAD_ARGS') || (err as { code?: string }).code === 'ERR_INVALID_URL' || err instanceof URIError;
+      if (!res.headersSent) sendError(res, bad ? 400 : 500, bad ? 'E_BAD_ARGS' : 'E_IO', errorMessage(err));
       else res.end();
     });
   });

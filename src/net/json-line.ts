@@ -22,6 +22,13 @@ export interface JsonLineOptions {
   onBadLine?(error: string): void;
 }
 
+/**
+ * Connections the kernel queues before they are accepted (capped by net.core.somaxconn).
+ * Node's default, 511, is too few for a burst of hooks: a team of agent CLIs firing their
+ * hooks at once got EAGAIN for the connections beyond it.
+ */
+export const LISTEN_BACKLOG = 4_096;
+
 /** Listens on a Unix socket with file mode 0600 (owner only). */
 export async function listenJsonLine(socketPath: string, options: JsonLineOptions): Promise<JsonLineServer> {
   fs.rmSync(socketPath, { force: true });
@@ -68,7 +75,7 @@ export async function listenJsonLine(socketPath: string, options: JsonLineOption
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(socketPath, () => resolve());
+      server.listen({ path: socketPath, backlog: LISTEN_BACKLOG }, () => resolve());
     });
   } finally {
     process.umask(previous);
