@@ -11,6 +11,10 @@ import { formatDelivery } from '../src/cli/commands/start.ts';
 import { deliver } from '../src/queue/inbox-deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
 import { startInspector } from '../src/inspector/server.ts';
+import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
+import { bigMemory } from './helpers/memory.ts';
+import { condenseAgentMemory } from '../src/memory/reflect.ts';
+import { assemble, planCondense, verifyCondensed } from '../src/memory/condense.ts';
 import { FIXTURES } from './helpers/fixture.ts';
 import { readInbox } from '../src/queue/inbox.ts';
 import { agentPaths, hivePaths } from '../src/layout/paths.ts';
@@ -208,6 +212,51 @@ describe('hostile brains: deadlines and heap limits', () => {
     for (const c of crashes) expect(c).toMatch(/memory/i);
     expect(process.memoryUsage().rss).toBeLessThan(2 * 1024 ** 3);
     await roundTrip(hive, 'after the hog');
+  });
+});
+
+describe('hostile summarizers', () => {
+  const SETTINGS = { keepRecent: 5, targetBytes: 8_192, backupsKeep: 3 };
+
+  async function memoryHive(text: string) {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'ann', name: 'Ann', brain: { kind: 'echo' } });
+    fs.writeFileSync(agentPaths(root, 'ann').memory, text);
+    return root;
+  }
+
+  it('a summarizer that returns one line for 149 entries is rejected: the extractive condenser keeps every date and title', async () => {
+    const original = bigMemory('Ann', 154);
+    const root = await memoryHive(original);
+    const oneLiner = Object.assign(async () => 'Summary: condensed notes.', { label: 'one-liner' });
+    const r = await condenseAgentMemory(root, 'ann', { settings: SETTINGS, summarizer: oneLiner });
+    expect(r).toMatchObject({ status: 'condensed', summarizer: 'extractive', fallback: expect.stringContaining('lost their date or title') });
+    const after = fs.readFileSync(agentPaths(root, 'ann').memory, 'utf8');
+    const old = planCondense(original, SETTINGS.keepRecent).old.filter((b) => b.kind === 'entry');
+    expect(old).toHaveLength(149);
+    for (const b of old) {
+      expect(after).toContain(b.date!);
+      expect(after).toContain(b.title);
+    }
+    expect(verifyCondensed(original, assemble(planCondense(original, SETTINGS.keepRecent), '### Summary: condensed notes.\n\n'), SETTINGS.keepRecent).join(' ')).toMatch(/149 condensed entries lost their date or title/);
+  });
+
+  it('aborted condenses do not use up backup slots: the real backups stay', async () => {
+    const root = await memoryHive(bigMemory('Ann', 60));
+    const file = agentPaths(root, 'ann').memory;
+    const first = await condenseAgentMemory(root, 'ann', { settings: SETTINGS, summarizer: { kind: 'extractive' } });
+    expect(first.status).toBe('condensed');
+    // Five runs, each aborted because memory.md was rewritten by hand while it condensed.
+    const editByHand = async () => fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('# Ann', '# Ann (edited by hand)'));
+    fs.writeFileSync(file, bigMemory('Ann', 60, 7));
+    for (let i = 0; i < 5; i++) {
+      const r = await condenseAgentMemory(root, 'ann', { settings: SETTINGS, summarizer: { kind: 'extractive' }, hooks: { afterBackup: editByHand }, now: () => new Date(Date.UTC(2030, 0, 1, 0, 0, i)) });
+      expect(r).toMatchObject({ status: 'aborted', reason: expect.stringContaining('rewritten') });
+    }
+    const backups = fs.readdirSync(hivePaths(root).backups);
+    expect(backups).toHaveLength(1);
+    expect(first.status === 'condensed' && fs.existsSync(first.backup)).toBe(true);
   });
 });
 

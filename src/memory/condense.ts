@@ -84,8 +84,8 @@ export function assemble(plan: CondensePlan, condensed: string): string {
 
 /**
  * Checks a condensed file against the original: every pinned entry kept verbatim, the
- * recent entries byte-identical at the end, the structure parses back, and it is
- * smaller. Returns the problems (empty: safe to write).
+ * recent entries byte-identical at the end, every condensed entry's date and title kept,
+ * the structure parses back, and it is smaller. Returns the problems (empty: safe to write).
  */
 export function verifyCondensed(before: string, after: string, keepRecent: number): string[] {
   const problems: string[] = [];
@@ -100,7 +100,24 @@ export function verifyCondensed(before: string, after: string, keepRecent: numbe
   if (reparsed.recent.length !== plan.recent.length || reparsed.pinned.length < plan.pinned.length) {
     problems.push('the result does not parse back into the same pinned and recent entries');
   }
+  // Condensing may shorten what an entry says, never lose that it was there: each old
+  // entry's date and title must be in the Condensed region (a one-line "summary" of 149
+  // entries is not a condensed memory).
+  const region = condensedRegion(after);
+  const lost = plan.old.filter((b) => (b.kind === 'entry' || b.kind === 'item') && ((b.date !== null && !region.includes(b.date)) || (b.title !== '' && !region.includes(b.title))));
+  if (lost.length > 0) {
+    const names = lost.slice(0, 3).map((b) => `"${b.heading}"`).join(', ');
+    problems.push(`${lost.length} condensed entr${lost.length === 1 ? 'y lost its' : 'ies lost their'} date or title (${names}${lost.length > 3 ? ', ...' : ''})`);
+  }
   return problems;
+}
+
+/** The text between `## Condensed` and `## Recent` (what a summarizer wrote). */
+function condensedRegion(text: string): string {
+  const start = text.indexOf('\n## Condensed\n');
+  if (start < 0) return '';
+  const end = text.indexOf('\n## Recent\n', start);
+  return text.slice(start, end < 0 ? undefined : end);
 }
 
 function toSummaryEntry(b: MemoryBlock): SummaryEntry {

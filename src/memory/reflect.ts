@@ -101,10 +101,13 @@ export async function condenseAgentMemory(root: string, agent: string, options: 
   const backupFile = backup(root, agent, snapshot, now);
   await options.hooks?.afterBackup?.();
   const result = await condense(agent, text, options);
-  if (result.text === null) return { agent, status: 'skipped', reason: 'nothing old enough to condense' };
+  if (result.text === null) {
+    dropBackup(backupFile);
+    return { agent, status: 'skipped', reason: 'nothing old enough to condense' };
+  }
   const condensed = result.text;
   const problems = verifyCondensed(text, condensed, options.settings.keepRecent);
-  if (problems.length > 0) return abort(root, agent, `verification failed: ${problems.join('; ')}`);
+  if (problems.length > 0) return abort(root, agent, `verification failed: ${problems.join('; ')}`, backupFile);
   const swapped = await withFileLock(file, async () => {
     const current = fs.readFileSync(file);
     if (current.length < snapshot.length || !current.subarray(0, snapshot.length).equals(snapshot)) {
@@ -120,8 +123,8 @@ export async function condenseAgentMemory(root: string, agent: string, options: 
     writeFileAtomic(file, final);
     return { carried: Buffer.byteLength(tail), after: Buffer.byteLength(final) };
   }).catch((err: unknown) => ({ error: String((err as Error).message ?? err) }));
-  if (swapped === null) return abort(root, agent, 'memory.md was rewritten (not appended to) while condensing');
-  if ('error' in swapped) return abort(root, agent, swapped.error);
+  if (swapped === null) return abort(root, agent, 'memory.md was rewritten (not appended to) while condensing', backupFile);
+  if ('error' in swapped) return abort(root, agent, swapped.error, backupFile);
   pruneBackups(root, agent, options.settings.backupsKeep);
   appendEvent(root, {
     type: 'memory.condensed',
@@ -147,7 +150,20 @@ export async function condenseAgentMemory(root: string, agent: string, options: 
   };
 }
 
-function abort(root: string, agent: string, reason: string): ReflectResult {
+/**
+ * An aborted (or empty) run leaves memory.md as it was, so its backup holds nothing the
+ * file does not: it is removed, or aborted runs would push real backups out of the
+ * `backupsKeep` slots.
+ */
+function abort(root: string, agent: string, reason: string, backupFile: string): ReflectResult {
+  dropBackup(backupFile);
   appendEvent(root, { type: 'memory.condense-aborted', agent, reason });
   return { agent, status: 'aborted', reason };
+}
+
+function dropBackup(backupFile: string): void {
+  const agentDir = path.dirname(backupFile);
+  fs.rmSync(agentDir, { recursive: true, force: true });
+  const stampDir = path.dirname(agentDir);
+  if (listDir(stampDir).length === 0) fs.rmSync(stampDir, { recursive: true, force: true });
 }
