@@ -19,8 +19,11 @@ import { listDir } from '../src/fs/atomic.ts';
 import { isAgentId } from '../src/protocol/agent-id.ts';
 import { appendEvent } from '../src/log/event-log.ts';
 import { ensureProviderSummarizers } from '../src/brains/summarizers.ts';
+import { adoptModesOf } from '../src/fs/modes.ts';
 
 const init = workerData as WorkerInit;
+// What this thread creates in the hive takes the root's sharing (src/fs/modes.ts).
+adoptModesOf(init.root);
 ensureProviderSummarizers();
 const { memory, configDir } = init.memorySettings!;
 const emit = (event: WorkerEvent) => init.events.postMessage(event);

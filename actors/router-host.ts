@@ -23,8 +23,11 @@ import { errorMessage } from '../src/errors.ts';
 import { startWorkerTelemetry } from '../src/telemetry/worker.ts';
 import { endWithError, startDeliver, startRoute } from '../src/telemetry/spans.ts';
 import type { Span } from '@opentelemetry/api';
+import { adoptModesOf } from '../src/fs/modes.ts';
 
 const init = workerData as WorkerInit;
+// What this thread creates in the hive takes the root's sharing (src/fs/modes.ts).
+adoptModesOf(init.root);
 const settings = init.routerSettings!;
 const emit = (event: WorkerEvent) => init.events.postMessage(event);
 const transport = createFsTransport(init.root, { sentCap: settings.sentCap, doneCap: settings.doneCap });

@@ -39,7 +39,7 @@ describe('delivery flushes a linked source only when its writer did not', () => 
     expect(readOutbox(root, 'a').map((f) => f.flushed)).toEqual([true]);
     expect(readOutbox(root, 'c').map((f) => f.flushed)).toEqual([true]);
     expect(readOutbox(root, 'd').map((f) => f.flushed)).toEqual([false, false]);
-    expect(fs.statSync(`${root}/agents/a/outbox/${durable.id}.json`).mode & 0o777).toBe(0o444);
+    expect(fs.statSync(`${root}/agents/a/outbox/${durable.id}.json`).mode & 0o777).toBe(0o400);
     // A umask that strips write bits cannot make an unflushed commit look flushed.
     const previous = process.umask(0o222);
     let stripped: ReturnType<typeof createMessage>;
@@ -49,7 +49,7 @@ describe('delivery flushes a linked source only when its writer did not', () => 
     } finally {
       process.umask(previous);
     }
-    expect(fs.statSync(`${root}/agents/d/outbox/${stripped.id}.json`).mode & 0o777).toBe(0o644);
+    expect(fs.statSync(`${root}/agents/d/outbox/${stripped.id}.json`).mode & 0o777).toBe(0o600);
     expect(readOutbox(root, 'd').map((f) => f.flushed)).toEqual([false, false, false]);
     fs.rmSync(`${root}/agents/d/outbox/${stripped.id}.json`);
 

@@ -21,6 +21,7 @@ import { agentPaths, hivePaths } from '../src/layout/paths.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import type { Hive } from '../src/hive.ts';
 import { GodNotices } from '../src/supervisor/notices.ts';
+import { useGroupModes } from '../src/fs/modes.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { requestJsonLine } from '../src/net/json-line.ts';
 import { resolveSocketPath } from '../src/net/socket-path.ts';
@@ -257,6 +258,59 @@ describe('hostile summarizers', () => {
     const backups = fs.readdirSync(hivePaths(root).backups);
     expect(backups).toHaveLength(1);
     expect(first.status === 'condensed' && fs.existsSync(first.backup)).toBe(true);
+  });
+});
+
+describe('a hive on a shared machine', () => {
+  /** Every entry under `root` (lstat: links are not followed) whose mode gives `others` any access. */
+  function tooOpen(root: string, others: number): string[] {
+    const bad: string[] = [];
+    const walk = (dir: string) => {
+      for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name);
+        const st = fs.lstatSync(p);
+        if (st.isSymbolicLink()) continue;
+        if ((st.mode & others) !== 0) bad.push(`${path.relative(root, p)} ${(st.mode & 0o777).toString(8)}`);
+        if (st.isDirectory()) walk(p);
+      }
+    };
+    if ((fs.statSync(root).mode & others) !== 0) bad.push(`(root) ${(fs.statSync(root).mode & 0o777).toString(8)}`);
+    walk(root);
+    return bad;
+  }
+
+  it('with the usual umask 022, the hive root and everything Hive creates are owner-only; flushed messages 0400', async () => {
+    const previous = process.umask(0o022);
+    try {
+      const hive = await startHive(fastConfig({ agents: [echo, client], audit: { enabled: true, intervalMs: 200 } }));
+      const sent = await hive.send({ from: 'client', to: 'echo', act: 'request', body: 'private' });
+      await waitFor(hive, () => repliesTo(hive.root, 'client').includes(sent.id), 'reply');
+      await waitFor(hive, () => fs.existsSync(path.join(hive.root, '.git', 'HEAD')), 'audit repository');
+      await hive.supervisor.observer?.audit?.flush();
+      expect(tooOpen(hive.root, 0o077)).toEqual([]);
+      expect(fs.statSync(hive.root).mode & 0o777).toBe(0o700);
+      expect(fs.statSync(path.join(agentPaths(hive.root, 'client').sent, `${sent.id}.json`)).mode & 0o777).toBe(0o400);
+    } finally {
+      process.umask(previous);
+    }
+  });
+
+  it('permissions: group shares the hive with the owner\'s group, read-only; never with others', async () => {
+    const previous = process.umask(0o022);
+    try {
+      const hive = await startHive(fastConfig({ agents: [echo, client], permissions: 'group' }));
+      await roundTrip(hive, 'shared');
+      const sent = await hive.send({ from: 'client', to: 'echo', act: 'inform', body: 'for the group' });
+      await waitFor(hive, () => fs.existsSync(path.join(agentPaths(hive.root, 'client').sent, `${sent.id}.json`)), 'routed');
+      expect(tooOpen(hive.root, 0o007)).toEqual([]);
+      expect(fs.statSync(hive.root).mode & 0o777).toBe(0o750);
+      expect(fs.statSync(agentPaths(hive.root, 'echo').stateWal).mode & 0o777).toBe(0o640);
+      expect(fs.statSync(path.join(agentPaths(hive.root, 'client').sent, `${sent.id}.json`)).mode & 0o777).toBe(0o440);
+      expect(fs.statSync(path.join(hive.root, 'hive.key')).mode & 0o777).toBe(0o600);
+    } finally {
+      process.umask(previous);
+      useGroupModes(false);
+    }
   });
 });
 

@@ -5,6 +5,7 @@ import { fsyncDir, readJsonFile, syncFd, writeJsonAtomic } from '../fs/atomic.ts
 import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
+import { hiveModes } from '../fs/modes.ts';
 
 /**
  * An agent's committed state: `state.json` (a checkpoint, replaced atomically) plus
@@ -154,7 +155,7 @@ export class StateStore {
     }
     if (size !== this.walBytes) {
       const tmp = `${this.p.stateWal}.prealloc`;
-      fs.writeFileSync(tmp, Buffer.alloc(this.walBytes));
+      fs.writeFileSync(tmp, Buffer.alloc(this.walBytes), { mode: hiveModes().file });
       const tfd = fs.openSync(tmp, 'r+');
       syncFd(tfd);
       fs.closeSync(tfd);

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 import { execa } from 'execa';
 
 /**
@@ -14,6 +16,15 @@ function gitEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/** Owner-only (077), or group-readable (027) when the hive root is shared with its group. */
+function umaskFor(root: string): number {
+  try {
+    return (fs.statSync(root).mode & 0o070) !== 0 ? 0o027 : 0o077;
+  } catch {
+    return 0o077;
+  }
+}
+
 export interface GitResult {
   exitCode: number;
   stdout: string;
@@ -26,18 +37,28 @@ export interface GitResult {
  * @example const r = await runGit(root, ['rev-list', '--count', 'HEAD']);
  */
 export async function runGit(root: string, args: string[], options: { input?: string } = {}): Promise<GitResult> {
-  const r = await execa('git', args, {
-    cwd: root,
-    env: gitEnv(),
-    extendEnv: false,
-    reject: false,
-    stripFinalNewline: false,
-    // Never kill git when the hive exits: a git killed mid-commit leaves index.lock behind.
-    // (execa's cleanup also installs signal-exit handlers, which re-raise a SIGINT the
-    // CLI handles itself: `hive start` would die on Ctrl-C while a commit runs.)
-    cleanup: false,
-    ...(options.input !== undefined ? { input: options.input } : { stdin: 'ignore' as const }),
-  });
+  // git creates some files with the umask whatever core.sharedRepository says
+  // (COMMIT_EDITMSG): it starts under the hive's own (src/fs/modes.ts). A child takes the
+  // umask when it is spawned, which execa does before it returns the promise.
+  const previous = isMainThread ? process.umask(umaskFor(root)) : null;
+  let child;
+  try {
+    child = execa('git', args, {
+      cwd: root,
+      env: gitEnv(),
+      extendEnv: false,
+      reject: false,
+      stripFinalNewline: false,
+      // Never kill git when the hive exits: a git killed mid-commit leaves index.lock behind.
+      // (execa's cleanup also installs signal-exit handlers, which re-raise a SIGINT the
+      // CLI handles itself: `hive start` would die on Ctrl-C while a commit runs.)
+      cleanup: false,
+      ...(options.input !== undefined ? { input: options.input } : { stdin: 'ignore' as const }),
+    });
+  } finally {
+    if (previous !== null) process.umask(previous);
+  }
+  const r = await child;
   if (r.failed && r.exitCode === undefined) throw new Error(`git ${args[0]} could not run: ${r.message}`);
   return { exitCode: r.exitCode ?? 1, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? '') };
 }

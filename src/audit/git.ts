@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { runGit, type GitResult } from './git-exec.ts';
 import { currentGitRunner } from './git-runner.ts';
+import { hiveModes } from '../fs/modes.ts';
 
 export type { GitResult } from './git-exec.ts';
 
@@ -58,6 +59,11 @@ function exists(p: string): boolean {
   return fs.existsSync(p);
 }
 
+/** git's mode for the audit repository's files: the hive's own file mode. */
+function gitShared(): string {
+  return `0${hiveModes().file.toString(8)}`;
+}
+
 /**
  * Makes `root` a git repository ready for unattended commits: `git init`, a local
  * identity (so commits work on a fresh machine), no signing, and the hive `.gitignore`.
@@ -66,7 +72,7 @@ function exists(p: string): boolean {
 export async function ensureRepo(root: string): Promise<boolean> {
   const created = !exists(path.join(root, '.git'));
   if (created) {
-    const r = await git(root, ['init', '-q', '--initial-branch=main']);
+    const r = await git(root, ['init', '-q', '--initial-branch=main', `--shared=${gitShared()}`]);
     if (r.exitCode !== 0) throw new Error(`git init failed in ${root}: ${r.stderr.trim()}`);
   }
   const settings: [string, string][] = [
@@ -77,6 +83,8 @@ export async function ensureRepo(root: string): Promise<boolean> {
     ['core.autocrlf', 'false'],
     // Auto-gc would run git in the background and hold locks while the hive commits.
     ['gc.autoDetach', 'false'],
+    // The history holds what the hive holds: as private as the hive (src/fs/modes.ts).
+    ['core.sharedRepository', gitShared()],
   ];
   // One read of the local config; only what differs is set (each git run costs a process).
   const list = await git(root, ['config', '--local', '--list']);
@@ -94,6 +102,6 @@ export async function ensureRepo(root: string): Promise<boolean> {
   } catch {
     current = '';
   }
-  if (current !== HIVE_GITIGNORE) fs.writeFileSync(ignore, HIVE_GITIGNORE);
+  if (current !== HIVE_GITIGNORE) fs.writeFileSync(ignore, HIVE_GITIGNORE, { mode: hiveModes().file });
   return created;
 }

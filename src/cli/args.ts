@@ -3,6 +3,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { HiveError } from '../errors.ts';
 import { AGENT_ID_PATTERN, isAgentId } from '../protocol/agent-id.ts';
 import type { CliIO } from './io.ts';
+import { adoptModesOf } from '../fs/modes.ts';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
 
@@ -60,8 +61,14 @@ export function int(args: ParsedArgs, name: string, command: Command, fallback: 
 }
 
 /** The hive root: --root, then $HIVE_ROOT, then ./.hive. */
+/**
+ * The hive root a command works on (`--root`, `$HIVE_ROOT`, `./.hive`). What the command
+ * creates there takes the root's sharing (owner-only, or group-readable: src/fs/modes.ts).
+ */
 export function rootOf(args: ParsedArgs, io: CliIO): string {
-  return path.resolve(io.cwd, str(args, 'root') ?? io.env.HIVE_ROOT ?? '.hive');
+  const root = path.resolve(io.cwd, str(args, 'root') ?? io.env.HIVE_ROOT ?? '.hive');
+  adoptModesOf(root);
+  return root;
 }
 
 export function badArgs(command: Command, problem: string): HiveError {

@@ -131,6 +131,8 @@ export const InspectorSchema = z
 export const HiveConfigSchema = z
   .object({
     root: z.string().min(1),
+    /** Who may read the hive: its owner only (0700/0600, the default), or also the owner's group, read-only. */
+    permissions: z.enum(['owner', 'group']).default('owner'),
     agents: z.array(AgentConfigSchema).default([]),
     router: z
       .object({

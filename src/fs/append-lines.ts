@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { hiveModes } from './modes.ts';
 
 /**
  * Files this thread has already checked for a torn tail. A line is torn only by a crash (or
@@ -40,7 +41,7 @@ export function appendLines(file: string, text: string): void {
     checked.add(file);
   }
   try {
-    fs.appendFileSync(file, text);
+    fs.appendFileSync(file, text, { mode: hiveModes().file });
   } catch (err) {
     checked.delete(file); // a write cut short (a full disk) may have torn the tail: check again next time
     throw err;

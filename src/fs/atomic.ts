@@ -3,6 +3,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
 import { readRegularText } from './regular-file.ts';
+import { hiveModes } from './modes.ts';
 
 /**
  * Crash-safe file writes. Every durable write follows the same four steps:
@@ -107,7 +108,7 @@ export function fsyncDir(dir: string): void {
 
 /** Creates `file` with `mode` exactly when one is given (fchmod: the umask cannot clear bits). */
 function openForWrite(file: string, mode: number | undefined): number {
-  const fd = fs.openSync(file, 'w', mode ?? 0o644);
+  const fd = fs.openSync(file, 'w', mode ?? hiveModes().file);
   if (mode !== undefined) {
     try {
       fs.fchmodSync(fd, mode);
@@ -245,7 +246,7 @@ export function writeJsonAtomic(target: string, value: unknown, options: WriteOp
 export function createFileOnce(target: string, data: string): boolean {
   if (fs.existsSync(target)) return false;
   const temp = tempNameFor(target);
-  fs.writeFileSync(temp, data);
+  fs.writeFileSync(temp, data, { mode: hiveModes().file });
   try {
     fs.linkSync(temp, target);
     return true;

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { hiveModes } from './modes.ts';
 
 /**
  * A small JSON record rewritten in place through a file descriptor kept open: one
@@ -21,7 +22,7 @@ export class MarkerFile {
   /** Writes `text` (one line, no newline) padded to the record size. */
   writeText(text: string): void {
     if (text.length >= this.size) throw new Error(`marker ${this.file}: record of ${text.length} bytes exceeds ${this.size}`);
-    if (this.fd === null) this.fd = fs.openSync(this.file, fs.existsSync(this.file) ? 'r+' : 'w+');
+    if (this.fd === null) this.fd = fs.openSync(this.file, fs.existsSync(this.file) ? 'r+' : 'w+', hiveModes().file);
     const buf = Buffer.alloc(this.size, 0x20);
     buf.write(text, 0, 'utf8');
     buf[this.size - 1] = 0x0a;

@@ -30,7 +30,7 @@ export function ensureHiveKey(root: string): void {
   const file = hiveKeyFile(root);
   if (fs.existsSync(file)) return;
   const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  fs.writeFileSync(temp, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+  fs.writeFileSync(temp, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 } /* a secret: owner-only even in a group-shared hive */);
   try {
     fs.linkSync(temp, file); // never over a key another process made meanwhile
   } catch (err) {

@@ -6,6 +6,7 @@ import { createFileOnce, writeFilesAtomicAsync, writeJsonAtomic, type FileToWrit
 import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { updateRegistry, type RegistryEntry } from '../registry/registry.ts';
 import { ensureHiveKey } from '../hooks/agent-token.ts';
+import { hiveModes, makeDir } from '../fs/modes.ts';
 
 export interface AgentSpec {
   id: string;
@@ -46,7 +47,7 @@ function agentFilesToWrite(root: string, spec: AgentSpec): { name: string; role:
   const name = spec.name ?? spec.id;
   const role = spec.role ?? 'agent';
   const brain = spec.brain ?? { kind: 'echo' };
-  for (const dir of [p.dir, p.outbox, p.sent, p.inbox, p.done, p.sessions]) fs.mkdirSync(dir, { recursive: true });
+  for (const dir of [p.dir, p.outbox, p.sent, p.inbox, p.done, p.sessions]) makeDir(dir);
   const files: FileToWrite[] = [];
   // identity.md is rewritten on every call; when the text is the same, the file already is.
   const identity = identityText({ id: spec.id, name, role, brain });
@@ -114,8 +115,8 @@ export async function ensureAgent(root: string, spec: AgentSpec, origin: Registr
  */
 export async function ensureHive(root: string): Promise<void> {
   const p = hivePaths(root);
-  for (const dir of [p.root, p.agents, p.deadLetter, p.palace, p.backups]) fs.mkdirSync(dir, { recursive: true });
-  if (!fs.existsSync(p.log)) fs.writeFileSync(p.log, '');
+  for (const dir of [p.root, p.agents, p.deadLetter, p.palace, p.backups]) makeDir(dir);
+  if (!fs.existsSync(p.log)) fs.writeFileSync(p.log, '', { mode: hiveModes().file });
   // DESIGN §2: the snapshot store and the archive of closed conversations, empty at first
   // (never written over one a lock-protected updater made meanwhile).
   createFileOnce(p.snapshots, `${JSON.stringify({ version: 1, snapshots: [] }, null, 2)}\n`);

@@ -4,6 +4,8 @@ import lockfile from 'proper-lockfile';
 import { hivePaths } from '../layout/paths.ts';
 import { HiveError } from '../errors.ts';
 import { isAlive, lockWithOwner, readOwner, recoverDeadLock, type LockOwner } from './owner.ts';
+import { makeDir } from '../fs/modes.ts';
+import { lockFs } from './lock-fs.ts';
 
 /**
  * `hive.lock`: one owner per hive root. The lock itself is proper-lockfile's
@@ -39,14 +41,14 @@ export interface HiveLockOptions {
  */
 export async function acquireHiveLock(root: string, options: HiveLockOptions = {}): Promise<HiveLock> {
   const p = hivePaths(root);
-  fs.mkdirSync(p.root, { recursive: true });
+  makeDir(p.root);
   for (let attempt = 0; ; attempt++) {
     try {
       const { release, owner } = await lockWithOwner(
         p.lock,
         p.lockOwner,
         () =>
-          lockfile.lock(p.root, {
+          lockfile.lock(p.root, { fs: lockFs,
             lockfilePath: p.lock,
             stale: Math.max(2_000, options.stale ?? 5_000),
             retries: 0,

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import { readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
+import { hiveModes } from '../fs/modes.ts';
 
 /**
  * Owner records beside mkdir locks, so a lock whose process was SIGKILLed can be taken
@@ -70,7 +71,7 @@ const INTENT = '.intent-';
 export async function lockWithOwner<R>(lockDir: string, ownerFile: string, lock: () => Promise<R>, options: { durable?: boolean } = {}): Promise<{ release: R; owner: LockOwner }> {
   const marker = `${lockDir}${INTENT}${process.pid}-${threadId}`;
   try {
-    fs.writeFileSync(marker, '');
+    fs.writeFileSync(marker, '', { mode: hiveModes().file });
   } catch {
     // No marker (read-only folder?): recovery falls back to the stale time.
   }

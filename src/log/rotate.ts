@@ -4,6 +4,7 @@ import lockfile from 'proper-lockfile';
 import { hivePaths } from '../layout/paths.ts';
 import { appendEvent } from './event-log.ts';
 import { listRotatedLogs, rotatedLogName } from './files.ts';
+import { lockFs } from '../lock/lock-fs.ts';
 
 export interface RotationPolicy {
   /** Rotate once `log.jsonl` is larger than this many bytes. */
@@ -39,7 +40,7 @@ export async function rotateLogIfNeeded(root: string, policy: RotationPolicy): P
   if (size <= policy.maxBytes) return null;
   let release: (() => Promise<void>) | null = null;
   try {
-    release = await lockfile.lock(live, { lockfilePath: `${live}.rotate.lock`, realpath: false, stale: 10_000, retries: 0 });
+    release = await lockfile.lock(live, { fs: lockFs, lockfilePath: `${live}.rotate.lock`, realpath: false, stale: 10_000, retries: 0 });
   } catch {
     return null; // someone else is rotating
   }

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { hiveModes } from '../fs/modes.ts';
 
 /**
  * The per-agent ignore list: `agents/<id>/.mineignore`, gitignore syntax (a subset:
@@ -87,7 +88,7 @@ export function ignoreLines(agentDir: string, extra: string[] = [], create = tru
   } catch {
     if (create) {
       try {
-        fs.writeFileSync(file, IGNORE_TEMPLATE, { flag: 'wx' });
+        fs.writeFileSync(file, IGNORE_TEMPLATE, { flag: 'wx', mode: hiveModes().file });
       } catch {
         // another process wrote it first, or the folder is read-only: the defaults apply
       }

@@ -1,8 +1,9 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { HiveError } from '../errors.ts';
 import { lockWithOwner } from '../lock/owner.ts';
+import { makeDir } from '../fs/modes.ts';
+import { lockFs } from '../lock/lock-fs.ts';
 
 /**
  * The lock of one file that several processes append to or replace (memory.md, the
@@ -33,7 +34,7 @@ async function acquire(file: string, options: FileLockOptions): Promise<() => Pr
   for (let delay = 1; ; delay = Math.min(delay * 2, 25)) {
     try {
       const { release } = await lockWithOwner(dir, owner, () =>
-        lockfile.lock(file, { lockfilePath: dir, stale: Math.max(2_000, options.stale ?? 10_000), realpath: false, retries: 0 }),
+        lockfile.lock(file, { fs: lockFs, lockfilePath: dir, stale: Math.max(2_000, options.stale ?? 10_000), realpath: false, retries: 0 }),
       );
       return release;
     } catch (err) {
@@ -59,7 +60,7 @@ export async function withFileLock<T>(file: string, fn: () => T | Promise<T>, op
   queues.set(key, tail);
   await previous;
   try {
-    fs.mkdirSync(path.dirname(key), { recursive: true });
+    makeDir(path.dirname(key));
     const release = await acquire(key, options);
     try {
       return await fn();

@@ -4,6 +4,7 @@ import { execa } from 'execa';
 import { HiveError, errorMessage } from '../errors.ts';
 import { excerptOf } from './excerpt.ts';
 import type { MemoryMatch } from './search-index.ts';
+import { makeDir } from '../fs/modes.ts';
 
 /**
  * The MemPalace CLI (semantic search), used where it is installed. Its command line:
@@ -72,7 +73,7 @@ function failure(cmd: MemPalaceCommand, what: string, timeoutMs: number, err: un
 
 /** Mines one staged agent folder into wing `agent`. */
 export async function mempalaceMine(cmd: MemPalaceCommand, palaceDir: string, dir: string, agent: string, timeoutMs: number): Promise<void> {
-  fs.mkdirSync(palaceDir, { recursive: true });
+  makeDir(palaceDir);
   try {
     await execa(cmd.file, [...cmd.args, '--palace', palaceDir, 'mine', dir, '--wing', agent, '--agent', agent], {
       timeout: timeoutMs,
@@ -146,7 +147,7 @@ export function stageFiles(agentDir: string, files: string[], dir: string): void
   fs.rmSync(dir, { recursive: true, force: true });
   for (const rel of files) {
     const target = path.join(dir, rel);
-    fs.mkdirSync(path.dirname(target), { recursive: true });
+    makeDir(path.dirname(target));
     try {
       fs.copyFileSync(path.join(agentDir, rel), target);
     } catch {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { hivePaths } from '../layout/paths.ts';
 import { readJsonFile, writeFileAtomic, writeJsonAtomic } from '../fs/atomic.ts';
+import { makeDir } from '../fs/modes.ts';
 
 /**
  * `palace/`, the miner's search index. It is a cache of the memory files: everything in
@@ -96,7 +97,7 @@ export function readManifest(root: string): PalaceManifest | null {
 }
 
 export function writeManifest(root: string, manifest: PalaceManifest): void {
-  fs.mkdirSync(palacePaths(root).dir, { recursive: true });
+  makeDir(palacePaths(root).dir);
   writeJsonAtomic(palacePaths(root).manifest, manifest, { durable: false });
 }
 
@@ -132,7 +133,7 @@ export function readWingHash(root: string, agent: string): string | null {
 export function writeWing(root: string, wing: Wing): void {
   // Key order matters: `hash` stays in the first bytes for readWingHash.
   const ordered: Wing = { version: wing.version, agent: wing.agent, hash: wing.hash, docs: wing.docs };
-  fs.mkdirSync(palacePaths(root).wings, { recursive: true });
+  makeDir(palacePaths(root).wings);
   writeFileAtomic(wingFile(root, wing.agent), JSON.stringify(ordered), { durable: false });
 }
 

@@ -9,6 +9,7 @@ import { condenseTask, condenseText, verifyCondensed, type CondenseResult, type 
 import { separatorAfter } from './format.ts';
 import type { MemoryJobs } from './jobs.ts';
 import type { Summarizer, SummarizerSpec } from './summarizer.ts';
+import { makeDir } from '../fs/modes.ts';
 
 /**
  * The reflector's disk work: condense one agent's memory.md without ever losing it.
@@ -54,7 +55,7 @@ function backup(root: string, agent: string, data: Buffer, now: Date): string {
   let stamp = stampOf(now);
   for (let i = 1; fs.existsSync(path.join(base, stamp, agent)); i++) stamp = `${stampOf(now)}-${i}`;
   const dir = path.join(base, stamp, agent);
-  fs.mkdirSync(dir, { recursive: true });
+  makeDir(dir);
   const file = path.join(dir, 'memory.md');
   writeFileAtomic(file, data);
   fsyncDir(path.join(base, stamp));

@@ -5,6 +5,7 @@ import { HiveError, describeValue } from '../errors.ts';
 import { formatEntry, isoDay, separatorAfter } from './format.ts';
 import { withFileLock } from './lock.ts';
 import { readRegistry } from '../registry/registry.ts';
+import { hiveModes } from '../fs/modes.ts';
 
 /** The agent's display name (as ensureAgent heads memory.md with it), else its id. */
 function agentName(root: string, agent: string): string {
@@ -92,7 +93,7 @@ export async function remember(root: string, agent: string, input: MemoryInput, 
   return withFileLock(p.memory, () => {
     // O_APPEND: even a writer that ignores the lock (`echo >> memory.md`) is never overwritten.
     const created = !fs.existsSync(p.memory);
-    const fd = fs.openSync(p.memory, 'a+', 0o644);
+    const fd = fs.openSync(p.memory, 'a+', hiveModes().file);
     try {
       if (created) fs.writeSync(fd, `# ${agentName(root, agent)}\n\n## Memories\n\n`);
       const size = fs.fstatSync(fd).size;

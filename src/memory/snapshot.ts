@@ -1,8 +1,8 @@
-import fs from 'node:fs';
 import MiniSearch from 'minisearch';
 import { writeFileAtomic } from '../fs/atomic.ts';
 import { INDEX_OPTIONS } from './index-options.ts';
 import { PALACE_VERSION, palacePaths, readManifest, readWing, type MemoryDocument } from './palace.ts';
+import { makeDir } from '../fs/modes.ts';
 
 /**
  * `palace/index.json`: every wing in one MiniSearch index, serialized, so a searcher
@@ -44,7 +44,7 @@ export function buildSnapshot(root: string): SnapshotResult {
   }
   const builtAt = new Date().toISOString();
   const file: SnapshotFile = { version: PALACE_VERSION, wings, builtAt, index };
-  fs.mkdirSync(palacePaths(root).dir, { recursive: true });
+  makeDir(palacePaths(root).dir);
   writeFileAtomic(palacePaths(root).index, JSON.stringify(file), { durable: false });
   return { wings: Object.fromEntries(Object.entries(wings).map(([a, w]) => [a, w.hash])), docs, builtAt, ms: performance.now() - started };
 }

@@ -1,6 +1,7 @@
 import { mineWing, type MineWingTask } from './mine-wing.ts';
 import { buildSnapshot } from './snapshot.ts';
 import { condenseTask, type CondenseTask } from './condense.ts';
+import { adoptModesOf } from '../fs/modes.ts';
 
 /** One memory batch job, as it crosses to a pool thread (plain data). */
 export type MemoryTask =
@@ -10,6 +11,9 @@ export type MemoryTask =
 
 /** Runs a job in this thread. */
 export async function runMemoryTask(task: MemoryTask): Promise<unknown> {
+  // A pool thread writes palace files: with the hive's modes (src/fs/modes.ts).
+  if (task.kind === 'snapshot') adoptModesOf(task.root);
+  else if (task.kind === 'mine-wing') adoptModesOf(task.task.root);
   switch (task.kind) {
     case 'mine-wing':
       return mineWing(task.task);

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { hivePaths } from '../layout/paths.ts';
 import { fsyncDir, writeFileAtomic } from '../fs/atomic.ts';
 import { appendEvent } from '../log/event-log.ts';
+import { makeDir } from '../fs/modes.ts';
 
 /**
  * The dead-letter folder: `dead-letter/<stamp>-<name>` plus `<stamp>-<name>.reason.json`
@@ -52,7 +53,7 @@ function record(root: string, name: string, reason: DeadLetterReason): DeadLette
  */
 export function deadLetterFile(root: string, file: string, reason: DeadLetterReason): DeadLetterRecord {
   const dir = hivePaths(root).deadLetter;
-  fs.mkdirSync(dir, { recursive: true });
+  makeDir(dir);
   const rec = record(root, deadLetterName(path.basename(file)), reason);
   fs.renameSync(file, rec.file);
   fsyncDir(dir);
@@ -73,7 +74,7 @@ export function deadLetterData(
   options: { exactName?: boolean } = {},
 ): DeadLetterRecord {
   const dir = hivePaths(root).deadLetter;
-  fs.mkdirSync(dir, { recursive: true });
+  makeDir(dir);
   if (options.exactName && fs.existsSync(path.join(dir, baseName))) {
     return { name: baseName, file: path.join(dir, baseName), reasonFile: path.join(dir, `${baseName}.reason.json`) };
   }

@@ -12,6 +12,8 @@ import { DEFAULT_DONE_CAP, inboxFileName, parseInboxName } from './inbox.ts';
 import { lockWithOwner } from '../lock/owner.ts';
 import { MarkerFile } from '../fs/marker.ts';
 import { isRealDirectory } from '../fs/regular-file.ts';
+import { hiveModes } from '../fs/modes.ts';
+import { lockFs } from '../lock/lock-fs.ts';
 
 /**
  * Delivery into an inbox: gap-free sequence numbers assigned under the inbox lock
@@ -162,7 +164,7 @@ class InboxLease {
   private async acquire(options: LockOptions): Promise<void> {
     // A lock left by a SIGKILLed deliverer of this host is taken over at once.
     const { release } = await lockWithOwner(this.p.inboxLock, this.p.inboxLockOwner, () =>
-      lockfile.lock(this.p.inbox, {
+      lockfile.lock(this.p.inbox, { fs: lockFs,
         lockfilePath: this.p.inboxLock,
         stale: options.stale ?? 5_000,
         realpath: false,
@@ -232,7 +234,7 @@ interface Prepared {
 
 function writeTemp(dir: string, name: string, data: string): string {
   const temp = tempNameFor(path.join(dir, name));
-  const fd = fs.openSync(temp, 'w', 0o644);
+  const fd = fs.openSync(temp, 'w', hiveModes().file);
   try {
     fs.writeFileSync(fd, data);
     syncFd(fd);

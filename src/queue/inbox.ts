@@ -7,6 +7,7 @@ import { entryKind, listEntries, readRegularText, type EntryKind } from '../fs/r
 import { parseMessageText, type HiveMessage } from '../protocol/message.ts';
 import { noteAdded } from '../fs/capped.ts';
 import { deadLetterFile, relativeToHive } from './dead-letter.ts';
+import { makeDir } from '../fs/modes.ts';
 
 /**
  * The inbox: `agents/<id>/inbox/<seq>-<id>.json`, seq zero-padded to 12 digits.
@@ -154,7 +155,7 @@ export function readInboxEntry(root: string, agentId: string, name: string): Hiv
  */
 export function moveToDone(root: string, agentId: string, throughSeq: number, cap = DEFAULT_DONE_CAP): number {
   const p = agentPaths(root, agentId);
-  fs.mkdirSync(p.done, { recursive: true });
+  makeDir(p.done);
   let moved = 0;
   for (const name of listDir(p.inbox)) {
     const parsed = parseInboxName(name);

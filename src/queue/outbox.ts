@@ -6,6 +6,7 @@ import { entryKind, listEntries, readRegularText } from '../fs/regular-file.ts';
 import { isHiveError } from '../errors.ts';
 import { parseMessageText, type HiveMessage, type ParseResult } from '../protocol/message.ts';
 import { noteAdded } from '../fs/capped.ts';
+import { hiveModes, makeDir } from '../fs/modes.ts';
 
 export { trimFolder } from '../fs/capped.ts';
 
@@ -21,23 +22,22 @@ export { trimFolder } from '../fs/capped.ts';
 
 /**
  * An outbox file its writer flushed before the rename is created read-only (no write
- * bits): the router links it into the inbox without flushing it again (a flush is
- * ~1 ms on the reference disk, a third of the delivery latency). Anything else (an
- * actor's commit, which its state.wal already holds; a file written by hand) is flushed
- * by the router before it is linked. Messages are never modified in place.
+ * bits): the router links it into the inbox without flushing it again (a flush is a
+ * third of the delivery latency). Anything else (an actor's commit, which its state.wal
+ * already holds; a file written by hand, which has its write bit) is flushed by the
+ * router before it is linked. Messages are never modified in place.
+ *
+ * This is the owner-only mode (0400); a group-shared hive writes 0440 (src/fs/modes.ts).
  */
-export const FLUSHED_MESSAGE_MODE = 0o444;
-
-/** The mode of an outbox file written without a flush (an actor's commit). */
-const UNFLUSHED_MESSAGE_MODE = 0o644;
+export const FLUSHED_MESSAGE_MODE = 0o400;
 
 /**
- * True when an outbox file's mode says its writer flushed it (see FLUSHED_MESSAGE_MODE).
- * Hive sets both modes exactly (fchmod), so a umask cannot turn an unflushed file into one
- * that looks flushed.
+ * True when an outbox file's mode says its writer flushed it: no write bit at all (0400,
+ * 0440, and 0444 from older versions). Hive sets both its modes exactly (fchmod), so a
+ * umask cannot turn an unflushed file into one that looks flushed.
  */
 export function flushedByWriter(mode: number): boolean {
-  return (mode & 0o777) === FLUSHED_MESSAGE_MODE;
+  return (mode & 0o222) === 0;
 }
 
 export function messageFileName(id: string): string {
@@ -59,7 +59,7 @@ export function writeOutbox(root: string, messages: HiveMessage[], options: { du
   const written: string[] = [];
   const durable = options.durable ?? true;
   for (const [dir, files] of outboxFiles(root, messages)) {
-    writeFilesAtomic(dir, files, { durable, mode: durable ? FLUSHED_MESSAGE_MODE : UNFLUSHED_MESSAGE_MODE });
+    writeFilesAtomic(dir, files, { durable, mode: durable ? hiveModes().flushed : hiveModes().file });
     for (const f of files) written.push(path.join(dir, f.name));
   }
   return written;
@@ -74,7 +74,7 @@ export function writeOutbox(root: string, messages: HiveMessage[], options: { du
 export async function writeOutboxAsync(root: string, messages: HiveMessage[]): Promise<string[]> {
   const written: string[] = [];
   for (const [dir, files] of outboxFiles(root, messages)) {
-    await writeFilesAtomicAsync(dir, files, { mode: FLUSHED_MESSAGE_MODE });
+    await writeFilesAtomicAsync(dir, files, { mode: hiveModes().flushed });
     for (const f of files) written.push(path.join(dir, f.name));
   }
   return written;
@@ -87,7 +87,7 @@ function outboxFiles(root: string, messages: HiveMessage[]): Map<string, { name:
     const dir = agentPaths(root, m.from).outbox;
     let files = byDir.get(dir);
     if (!files) {
-      fs.mkdirSync(dir, { recursive: true });
+      makeDir(dir);
       byDir.set(dir, (files = []));
     }
     files.push({ name: messageFileName(m.id), data: encodeMessage(m) });
@@ -153,7 +153,7 @@ export function readOutbox(root: string, agentId: string, limit = Infinity): Out
  */
 export function markSent(root: string, agentId: string, names: string[], cap: number): void {
   const p = agentPaths(root, agentId);
-  fs.mkdirSync(p.sent, { recursive: true });
+  makeDir(p.sent);
   for (const name of names) {
     try {
       fs.renameSync(path.join(p.outbox, name), path.join(p.sent, name));

@@ -7,6 +7,7 @@ import { HiveError } from '../errors.ts';
 import { readJsonl } from './journal.ts';
 import { currentSession, startNewSession, type ConversationTurn } from './session.ts';
 import { currentSessionFile, isSessionKey, sessionPaths } from './paths.ts';
+import { lockFs } from '../lock/lock-fs.ts';
 
 /**
  * `sessions.json`: closed conversations, newest first, capped (evicting one deletes its
@@ -54,7 +55,7 @@ export function readArchive(root: string): ArchivedSession[] {
  */
 async function updateArchive<T>(root: string, cap: number | undefined, change: (sessions: ArchivedSession[], cap: number) => T): Promise<T> {
   const file = hivePaths(root).sessions;
-  const release = await lockfile.lock(file, {
+  const release = await lockfile.lock(file, { fs: lockFs,
     lockfilePath: `${file}.lock`,
     realpath: false,
     stale: 5_000,

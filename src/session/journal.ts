@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { tempNameFor } from '../fs/atomic.ts';
 import { appendLines } from '../fs/append-lines.ts';
+import { hiveModes } from '../fs/modes.ts';
 
 /**
  * An append-only JSON-lines journal whose line cap is enforced on write: it never holds
@@ -65,7 +66,7 @@ export class JsonlJournal<T> {
         }
       };
       const temp = tempNameFor(this.file);
-      fs.writeFileSync(temp, data);
+      fs.writeFileSync(temp, data, { mode: hiveModes().file });
       if (!unchanged()) {
         fs.rmSync(temp, { force: true });
         continue;

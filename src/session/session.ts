@@ -5,6 +5,7 @@ import { appendEvent } from '../log/event-log.ts';
 import { JsonlJournal, readJsonl } from './journal.ts';
 import { currentSessionFile, isSessionKey, sessionPaths } from './paths.ts';
 import type { ChatMessage, ConversationView, RestoreMode, SessionCaps, TranscriptEvent } from './types.ts';
+import { makeDir } from '../fs/modes.ts';
 
 /**
  * One agent's live conversation, under a session key (a GUID that survives restarts):
@@ -48,7 +49,7 @@ export function currentSession(root: string, agentId: string): CurrentSession {
 /** Makes a fresh session the agent's live one (after clear, archive, or a provider switch). */
 export function startNewSession(root: string, agentId: string, key: string = randomUUID()): CurrentSession {
   const current: CurrentSession = { key, started_at: new Date().toISOString() };
-  fs.mkdirSync(sessionPaths(root, agentId, key).dir, { recursive: true });
+  makeDir(sessionPaths(root, agentId, key).dir);
   writeJsonAtomic(currentSessionFile(root, agentId), current);
   return current;
 }
@@ -101,7 +102,7 @@ function readBackground(file: string): string[] {
 /** Arms background for an agent's next turn (kept until a turn consumes it). */
 export function armBackground(root: string, agentId: string, key: string, text: string): void {
   const p = sessionPaths(root, agentId, key);
-  fs.mkdirSync(p.dir, { recursive: true });
+  makeDir(p.dir);
   writeJsonAtomic(p.background, { items: [...readBackground(p.background), text] });
 }
 
@@ -121,7 +122,7 @@ export class Session {
     private readonly caps: SessionCaps,
   ) {
     const p = sessionPaths(root, agentId, key);
-    fs.mkdirSync(p.dir, { recursive: true });
+    makeDir(p.dir);
     const view = restoreConversation(root, agentId, key, caps);
     this.mode = view.mode;
     this.history = view.history;

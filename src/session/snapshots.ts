@@ -7,6 +7,7 @@ import { readJsonl } from './journal.ts';
 import { sessionPaths } from './paths.ts';
 import { armBackground, currentSession, type ConversationTurn } from './session.ts';
 import { extractiveSummary } from './summary.ts';
+import { lockFs } from '../lock/lock-fs.ts';
 
 /**
  * `snapshots.json`: named, portable recaps of conversations — knowledge, not memory
@@ -34,7 +35,7 @@ export function listSnapshots(root: string): Snapshot[] {
 
 async function updateSnapshots<T>(root: string, change: (list: Snapshot[]) => T): Promise<T> {
   const file = hivePaths(root).snapshots;
-  const release = await lockfile.lock(file, { lockfilePath: `${file}.lock`, realpath: false, stale: 5_000, retries: { retries: 200, minTimeout: 5, maxTimeout: 50 } });
+  const release = await lockfile.lock(file, { fs: lockFs, lockfilePath: `${file}.lock`, realpath: false, stale: 5_000, retries: { retries: 200, minTimeout: 5, maxTimeout: 50 } });
   try {
     const list = listSnapshots(root);
     const result = change(list);

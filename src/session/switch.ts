@@ -7,6 +7,7 @@ import { appendEvent } from '../log/event-log.ts';
 import { currentSession } from './session.ts';
 import { sessionPaths } from './paths.ts';
 import { createSnapshot, importSnapshot, type Snapshot } from './snapshots.ts';
+import { makeDir } from '../fs/modes.ts';
 
 /**
  * Provider or model switches. The conversation before the switch is archived; the offer
@@ -51,7 +52,7 @@ export function acceptSwitchKeepMemory(root: string, agentId: string): SwitchOff
   if (!offer) throw new HiveError('E_NOT_FOUND', `Agent "${agentId}" has no pending provider-switch offer`);
   const from = sessionPaths(root, agentId, offer.archived);
   const to = sessionPaths(root, agentId, currentSession(root, agentId).key);
-  fs.mkdirSync(to.dir, { recursive: true });
+  makeDir(to.dir);
   let history: { messages?: unknown } | undefined;
   try {
     history = readJsonFile<{ messages?: unknown }>(from.history);

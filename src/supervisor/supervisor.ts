@@ -25,6 +25,7 @@ import { HostChild } from './host-child.ts';
 import { WorkerHandle, type WorkerStartOptions } from './worker-handle.ts';
 import { TurnWatchdog, watchdogInterval, type WatchedTurn } from './turn-watchdog.ts';
 import { TurnClock } from '../agent/turn-clock.ts';
+import { hiveModes, useGroupModes } from '../fs/modes.ts';
 import { moduleBrainUrl } from './bundle.ts';
 import { hostIdFor } from './placement.ts';
 import { HiveEvents } from './events.ts';
@@ -132,6 +133,7 @@ export class Supervisor {
   async start(): Promise<void> {
     if (this.started) throw new HiveError('E_STOPPED', 'This hive was already started; create a new one');
     this.started = true;
+    useGroupModes(this.config.permissions === 'group');
     const phases: Record<string, number> = {};
     let mark = performance.now();
     const phase = (name: string) => {
@@ -145,6 +147,7 @@ export class Supervisor {
     phase('lock');
     try {
       await ensureHive(this.root);
+      secureRoot(this.root);
       const before = readRegistry(this.root);
       await ensureAgents(
         this.root,
@@ -821,6 +824,20 @@ export class Supervisor {
     }
     if (swept.length > 0) appendEvent(this.root, { type: 'hive.swept', files: swept.length });
   }
+}
+
+/**
+ * The hive root gets the mode the config asks for (0700, or 0750 shared with the group):
+ * a root made by an older version, or by hand, with 0755 would let every user of the
+ * machine read the conversations. Worker threads and other Hive processes take their
+ * file modes from it (src/fs/modes.ts).
+ */
+function secureRoot(root: string): void {
+  const want = hiveModes().dir;
+  const have = fs.statSync(root).mode & 0o777;
+  if (have === want) return;
+  fs.chmodSync(root, want);
+  appendEvent(root, { type: 'hive.permissions', root, from: `0${have.toString(8)}`, to: `0${want.toString(8)}` });
 }
 
 /** A running actor that waits out a shortage shows it in place of `running`: `paused: disk full`. */

@@ -1,0 +1,49 @@
+import fs from 'node:fs';
+
+/**
+ * Permission bits of everything Hive creates in a hive. A hive holds conversations,
+ * memories and secrets (hive.key), so by default only its owner can read it: folders
+ * 0700, files 0600, flushed messages 0400 (no write bit: see FLUSHED in outbox.ts).
+ * `permissions: 'group'` in the config shares it with the owner's group, read-only
+ * (0750 / 0640 / 0440). Explicit modes, not the umask: the umask belongs to the process
+ * Hive runs in, which may be someone else's program.
+ *
+ * The supervisor sets the hive root's own mode from the config; every other Hive process
+ * (workers, `hive send`...) takes the sharing from the root's mode (`adoptModesOf`).
+ */
+
+export interface HiveModes {
+  dir: number;
+  file: number;
+  /** A message file its writer flushed: no write bits at all. */
+  flushed: number;
+}
+
+export const OWNER_ONLY: HiveModes = Object.freeze({ dir: 0o700, file: 0o600, flushed: 0o400 });
+export const GROUP_READ: HiveModes = Object.freeze({ dir: 0o750, file: 0o640, flushed: 0o440 });
+
+let current: HiveModes = OWNER_ONLY;
+
+/** The modes this process creates hive files with. */
+export function hiveModes(): HiveModes {
+  return current;
+}
+
+/** Shares what this process creates with the owner's group (read-only), or not. */
+export function useGroupModes(group: boolean): void {
+  current = group ? GROUP_READ : OWNER_ONLY;
+}
+
+/** Takes the sharing from an existing hive root: a root its group may enter is shared. */
+export function adoptModesOf(root: string): void {
+  try {
+    useGroupModes((fs.statSync(root).mode & 0o070) !== 0);
+  } catch {
+    useGroupModes(false); // not there yet: it will be made owner-only
+  }
+}
+
+/** `mkdir -p` with the hive's folder mode. */
+export function makeDir(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true, mode: current.dir });
+}
