@@ -11,7 +11,10 @@ describe('chaos engine', () => {
   it('a short run injects every fault kind, observes recovery, and every invariant holds', async () => {
     const report = await runChaos({ config, durationMs: 20_000, seed: 20261129, root: tempDir() });
     process.stdout.write(formatReport(report));
-    for (const kind of FAULT_KINDS) {
+    // disk-full needs a tmpfs it mounts (root, as in CI); left out elsewhere, with the reason printed.
+    expect(Object.keys(report.skipped).filter((k) => k !== 'disk-full')).toEqual([]);
+    if (process.getuid?.() === 0) expect(report.skipped).toEqual({});
+    for (const kind of FAULT_KINDS.filter((k) => !(k in report.skipped))) {
       expect(report.faults[kind].injected, kind).toBeGreaterThanOrEqual(1);
       expect(report.faults[kind].recovered, kind).toBe(report.faults[kind].injected);
     }

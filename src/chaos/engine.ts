@@ -1,13 +1,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { ensureAgent, ensureHive } from '../layout/ensure.ts';
 import type { HiveConfig } from '../config/schema.ts';
 import { remember } from '../memory/remember.ts';
 import { ChaosChild } from './child.ts';
 import { createRng } from './rng.ts';
 import { CLIENT, Workload } from './workload.ts';
-import { FAULT_KINDS, WHILE_DOWN, brainThrow, garbageInbox, garbageOutbox, supervisorKill, workerTerminate, type FaultContext, type FaultKind, type FaultRecord } from './faults.ts';
+import { FAULT_KINDS, WHILE_DOWN, brainThrow, diskFull, fifo, garbageInbox, garbageOutbox, strayFolder, supervisorKill, symlink, workerTerminate, type FaultContext, type FaultKind, type FaultRecord } from './faults.ts';
+import { watchRouting } from './routing-watch.ts';
 import { SUPERVISED_KINDS, checkInvariants, type Invariant } from './invariants.ts';
 import { controlRequest } from '../supervisor/control.ts';
 import { repoRoot } from '../repo-root.ts';
@@ -28,6 +30,8 @@ export interface ChaosOptions {
   rate?: number;
   /** Restrict the plan to these fault kinds (default: every kind at least once). */
   faults?: FaultKind[];
+  /** The invariant "routing never stopped for more than N s": N in ms (default 5,000). */
+  maxStallMs?: number;
   log?: (line: string) => void;
 }
 
@@ -43,6 +47,10 @@ export interface ChaosReport {
   invariants: Invariant[];
   events: FaultRecord[];
   exitCode: number | null;
+  /** Fault kinds left out of this run, with the reason (disk-full needs a file system it can mount). */
+  skipped: Partial<Record<FaultKind, string>>;
+  /** The longest time routing stood still while traffic ran and nothing excused it (ms). */
+  maxStallMs: number;
 }
 
 /** The fault plan: every kind (of `kinds`) at least once, the rest drawn from the seed. */
@@ -68,6 +76,29 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? (() => undefined);
   const rng = createRng(options.seed);
   const work = options.root ?? fs.mkdtempSync(path.join(os.tmpdir(), 'hive-chaos-'));
+  const skipped: Partial<Record<FaultKind, string>> = {};
+  let kinds: readonly FaultKind[] = options.faults ?? FAULT_KINDS;
+  // A full disk is made by filling a file system of the hive's own: a tmpfs mounted on the
+  // work folder (root only). Where that cannot be done, the fault is left out and says why.
+  let mounted = false;
+  if (kinds.includes('disk-full')) {
+    const problem = mountScratch(work);
+    if (problem === null) mounted = true;
+    else {
+      skipped['disk-full'] = problem;
+      kinds = kinds.filter((k) => k !== 'disk-full');
+      log(`chaos: disk-full left out: ${problem}`);
+    }
+  }
+  try {
+    return await runChaosIn(work, kinds, skipped, options, rng, log);
+  } finally {
+    if (mounted) unmountScratch(work);
+  }
+}
+
+/** One chaos run in `work` with the given fault kinds (runChaos prepares the folder). */
+async function runChaosIn(work: string, kinds: readonly FaultKind[], skipped: Partial<Record<FaultKind, string>>, options: ChaosOptions, rng: ReturnType<typeof createRng>, log: (line: string) => void): Promise<ChaosReport> {
   const root = path.join(work, 'hive');
   const agentIds = options.config.agents.map((a) => a.id);
   if (agentIds.length < 2) agentIds.push(...['chaos-a', 'chaos-b'].slice(0, 2 - agentIds.length));
@@ -95,7 +126,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
   const child = new ChaosChild(configFile, options.env ?? {});
   const workload = new Workload(root, agentIds, rng, (r, a, text) => remember(r, a, text));
-  const ctx: FaultContext = { root, child, rng, workload, agents: agentIds, garbage: new Set(), records: [], recoveryTimeoutMs: 20_000 };
+  const outside = path.join(work, 'outside');
+  fs.mkdirSync(outside, { recursive: true });
+  const ctx: FaultContext = { root, child, rng, workload, agents: agentIds, garbage: new Set(), records: [], recoveryTimeoutMs: 20_000, outside, excuse: { routing: false } };
   const t0 = Date.now();
   try {
     return await drive();
@@ -108,6 +141,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     log(`chaos: hive up at ${root} (${agentIds.length} agents), seed ${options.seed}`);
 
     let running = true;
+    const stall = watchRouting(root, ctx.excuse);
     const interval = 1000 / (options.rate ?? 40);
     const traffic = (async () => {
       while (running) {
@@ -116,7 +150,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     })();
 
-    const kinds = options.faults ?? FAULT_KINDS;
     const faults = plan(rng, Math.max(kinds.length, Math.round(options.durationMs / 1_500)), kinds);
     const end = t0 + options.durationMs;
     let slowActive = false;
@@ -136,10 +169,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       else if (kind === 'brain-throw') await brainThrow(ctx);
       else if (kind === 'garbage-inbox') await garbageInbox(ctx);
       else if (kind === 'garbage-outbox') await garbageOutbox(ctx);
+      else if (kind === 'stray-folder') await strayFolder(ctx);
+      else if (kind === 'fifo') await fifo(ctx);
+      else if (kind === 'symlink') await symlink(ctx);
+      else if (kind === 'disk-full') await diskFull(ctx);
     }
     while (Date.now() < end) await new Promise((r) => setTimeout(r, 50));
     running = false;
     await traffic;
+    const stalled = stall.stop();
     if (slowActive) await supervisorKill(ctx, [], false);
 
     // Drain: answer the people's questions until every request has its reply, or until
@@ -169,6 +207,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const final = (stopped.status as { actors?: { id: string; kind: string; status: string }[] } | null) ?? null;
     const invariants = checkInvariants(root, workload, agentIds, final, ctx.garbage);
     if (stopped.code !== 0) invariants.push({ name: 'graceful stop', held: false, detail: `the hive exited with code ${stopped.code}` });
+    const maxStallMs = options.maxStallMs ?? 5_000;
+    invariants.push({
+      name: `routing never stopped for more than ${maxStallMs / 1000} s`,
+      held: stalled.maxMs <= maxStallMs,
+      detail: `longest stall ${stalled.maxMs} ms${stalled.endedAt ? ` (ended ${new Date(stalled.endedAt).toISOString()})` : stalled.maxMs > 0 ? ' (still stalled at the end)' : ''}, not counting the supervisor down or the disk full`,
+    });
 
     const faultsByKind = Object.fromEntries(FAULT_KINDS.map((k) => [k, { injected: 0, recovered: 0 }])) as ChaosReport['faults'];
     for (const r of ctx.records) {
@@ -188,8 +232,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       invariants,
       events: ctx.records,
       exitCode: stopped.code,
+      skipped,
+      maxStallMs: stalled.maxMs,
     };
   }
+}
+
+/** Mounts a tmpfs on `dir` for the disk-full fault; the reason it could not, or null. */
+function mountScratch(dir: string): string | null {
+  if (process.platform !== 'linux') return 'not Linux';
+  if (process.getuid?.() !== 0) return 'not root (mounting a tmpfs needs root)';
+  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=512m,mode=0700', 'tmpfs', dir], { encoding: 'utf8' });
+  return r.status === 0 ? null : `mount -t tmpfs failed: ${(r.stderr || r.error?.message || '').trim()}`;
+}
+
+function unmountScratch(dir: string): void {
+  spawnSync('umount', ['-l', dir]);
 }
 
 /** The report as text. */
@@ -198,7 +256,9 @@ export function formatReport(r: ChaosReport): string {
   lines.push(`workload: ${r.workload.requests} requests, ${r.workload.broadcasts} broadcasts, ${r.workload.memoryEntries} memory entries, ${r.workload.answers} answers`);
   lines.push('faults injected (recovered):');
   for (const [k, v] of Object.entries(r.faults)) lines.push(`  ${k.padEnd(18)} ${v.injected} (${v.recovered})`);
+  for (const [k, why] of Object.entries(r.skipped)) lines.push(`  ${k.padEnd(18)} left out: ${why}`);
   lines.push(`recovery: p50 ${r.recoveryMs.p50 ?? '-'} ms, max ${r.recoveryMs.max ?? '-'} ms over ${r.recoveryMs.samples} faults`);
+  lines.push(`routing: longest stall ${r.maxStallMs} ms while traffic ran (not counting the supervisor down or the disk full)`);
   lines.push('invariants:');
   for (const i of r.invariants) lines.push(`  ${i.held ? 'held  ' : 'FAILED'} ${i.name}: ${i.detail}`);
   lines.push(r.ok ? 'all invariants held' : 'INVARIANTS FAILED');

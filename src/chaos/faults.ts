@@ -20,6 +20,10 @@ export const FAULT_KINDS = [
   'garbage-inbox',
   'garbage-outbox',
   'slow-disk',
+  'stray-folder',
+  'fifo',
+  'symlink',
+  'disk-full',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -44,6 +48,10 @@ export interface FaultContext {
   garbage: Set<string>;
   records: FaultRecord[];
   recoveryTimeoutMs: number;
+  /** Where things outside the hive go (a symlink's target): the chaos work folder. */
+  outside: string;
+  /** Set while routing is stopped on purpose (the supervisor is down, the disk is full). */
+  excuse: { routing: boolean };
 }
 
 function record(ctx: FaultContext, kind: FaultKind, t0: number, recovered: boolean, detail: string): void {
@@ -96,6 +104,78 @@ async function garbage(ctx: FaultContext, kind: 'garbage-inbox' | 'garbage-outbo
 export const garbageInbox = (ctx: FaultContext) => garbage(ctx, 'garbage-inbox');
 export const garbageOutbox = (ctx: FaultContext) => garbage(ctx, 'garbage-outbox');
 
+/** A folder under agents/ that is no agent (plain, or a symlink out of the hive), and a send to it. */
+export async function strayFolder(ctx: FaultContext): Promise<void> {
+  const n = ctx.rng.int(0, 1e6);
+  const name = `stray-${Date.now().toString(36)}-${n}`;
+  const folder = path.join(hivePaths(ctx.root).agents, name);
+  const outsideDir = path.join(ctx.outside, name);
+  const linked = ctx.rng.next() < 0.5;
+  if (linked) {
+    fs.mkdirSync(path.join(outsideDir, 'inbox'), { recursive: true });
+    fs.mkdirSync(path.join(outsideDir, 'outbox'), { recursive: true });
+    fs.symlinkSync(outsideDir, folder);
+  } else fs.mkdirSync(path.join(folder, 'inbox'), { recursive: true });
+  const t0 = Date.now();
+  const m = ctx.workload.sendTo(name);
+  ctx.garbage.add(`${m.id}.json`);
+  const ok = await until(() => listDeadLetters(ctx.root).some((d) => d.name.endsWith(`${m.id}.json`)), ctx.recoveryTimeoutMs);
+  record(ctx, 'stray-folder', t0, ok, `agents/${name}${linked ? ` → ${outsideDir}` : ''}, and a message to it`);
+}
+
+/** A FIFO in an outbox (opening it would block the router for ever). */
+export async function fifo(ctx: FaultContext): Promise<void> {
+  const agent = ctx.rng.pick(ctx.agents);
+  const name = `fifo-${Date.now()}-${ctx.rng.int(0, 1e6)}.json`;
+  const file = path.join(agentPaths(ctx.root, agent).outbox, name);
+  const t0 = Date.now();
+  const made = spawnSync('mkfifo', [file]);
+  if (made.status !== 0) throw new Error(`mkfifo ${file} failed: ${String(made.stderr)}`);
+  ctx.garbage.add(name);
+  const ok = await until(() => listDeadLetters(ctx.root).some((d) => d.name.endsWith(name)), ctx.recoveryTimeoutMs);
+  record(ctx, 'fifo', t0, ok, `agents/${agent}/outbox/${name}`);
+}
+
+/** A symlink in an outbox: to a file outside the hive, or to another agent's state. */
+export async function symlink(ctx: FaultContext): Promise<void> {
+  const agent = ctx.rng.pick(ctx.agents);
+  const other = ctx.rng.pick(ctx.agents);
+  const name = `link-${Date.now()}-${ctx.rng.int(0, 1e6)}.json`;
+  const to = ctx.rng.next() < 0.5 ? '/etc/passwd' : agentPaths(ctx.root, other).stateWal;
+  const t0 = Date.now();
+  fs.symlinkSync(to, path.join(agentPaths(ctx.root, agent).outbox, name));
+  ctx.garbage.add(name);
+  const ok = await until(() => listDeadLetters(ctx.root).some((d) => d.name.endsWith(name)), ctx.recoveryTimeoutMs);
+  record(ctx, 'symlink', t0, ok, `agents/${agent}/outbox/${name} → ${to}`);
+}
+
+/**
+ * The disk fills up for a moment, then has room again: the hive must pause, not fail,
+ * and go on by itself. Recovery: freed → a new request answered. Needs the hive on a
+ * file system of its own (the engine mounts a tmpfs: see runChaos).
+ */
+export async function diskFull(ctx: FaultContext): Promise<void> {
+  const filler = path.join(path.dirname(ctx.root), `filler-${Date.now()}`);
+  ctx.excuse.routing = true;
+  const fd = fs.openSync(filler, 'w');
+  try {
+    const chunk = Buffer.alloc(1 << 20, 7);
+    for (;;) fs.writeSync(fd, chunk);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    fs.closeSync(fd);
+  }
+  const heldMs = ctx.rng.int(1_000, 3_000);
+  await new Promise((r) => setTimeout(r, heldMs));
+  fs.rmSync(filler);
+  const t0 = Date.now();
+  const probe = await until(() => ctx.workload.trySend(), ctx.recoveryTimeoutMs);
+  const ok = probe && (await until(() => ctx.workload.answered(ctx.workload.lastId()), ctx.recoveryTimeoutMs));
+  ctx.excuse.routing = false;
+  record(ctx, 'disk-full', t0, ok, `disk full for ${heldMs} ms, then room again`);
+}
+
 /** While the supervisor is down: a torn commit in a state log, a journal cut mid-line. */
 function truncateJournals(ctx: FaultContext): string {
   const agent = ctx.rng.pick(ctx.agents);
@@ -133,6 +213,7 @@ function leaveStaleLocks(ctx: FaultContext): string {
  */
 export async function supervisorKill(ctx: FaultContext, riders: FaultKind[], slow: boolean): Promise<void> {
   const t0 = Date.now();
+  ctx.excuse.routing = true;
   await ctx.child.kill();
   const notes: string[] = [];
   for (const r of riders) {
@@ -143,6 +224,7 @@ export async function supervisorKill(ctx: FaultContext, riders: FaultKind[], slo
     () => true,
     () => false,
   );
+  ctx.excuse.routing = false;
   // A retrying client resends its last requests once the hive is back (same ids).
   await new Promise((r) => setTimeout(r, 300));
   ctx.workload.resendRecent();

@@ -27,7 +27,7 @@ function walk(dir: string, out: string[] = []): string[] {
     // Temp files, and lock intent markers with no lock beside them (every process is gone now).
     const intent = parseIntentName(name);
     if (name.startsWith(TMP_PREFIX) || (intent && !fs.existsSync(path.join(dir, intent.lock)))) out.push(full);
-    if (fs.statSync(full).isDirectory()) walk(full, out);
+    if (fs.lstatSync(full).isDirectory()) walk(full, out); // lstat: a symlinked stray folder is not walked into
   }
   return out;
 }

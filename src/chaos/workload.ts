@@ -1,6 +1,8 @@
 import { writeOutbox } from '../queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../protocol/message.ts';
 import { answerQuestion, listQuestions } from '../human/questions.ts';
+import { listInbox, readInboxEntry } from '../queue/inbox.ts';
+import { isTransientResourceError } from '../fs/shortage.ts';
 import type { Rng } from './rng.ts';
 
 export const CLIENT = 'chaos-client';
@@ -49,6 +51,34 @@ export class Workload {
     return again.length;
   }
 
+  /** A message to someone who is not an agent (a stray folder): it must end in dead-letter, not in the ledger. */
+  sendTo(to: string): HiveMessage {
+    const m = createMessage({ from: CLIENT, to, act: 'inform', body: `to ${to}`, requires_reply: false });
+    writeOutbox(this.root, [m]);
+    return m;
+  }
+
+  /** One request if the disk takes it now; false while it is full (not acknowledged: not in the ledger). */
+  trySend(): boolean {
+    try {
+      this.request('plain');
+      return true;
+    } catch (err) {
+      if (isTransientResourceError(err)) return false;
+      throw err;
+    }
+  }
+
+  /** The id of the newest request. */
+  lastId(): string {
+    return this.recent.at(-1)?.id ?? '';
+  }
+
+  /** True when the client has the reply to request `id`. */
+  answered(id: string): boolean {
+    return listInbox(this.root, CLIENT).some((e) => readInboxEntry(this.root, CLIENT, e.name)?.in_reply_to === id);
+  }
+
   broadcast(): HiveMessage {
     const m = createMessage({ from: CLIENT, to: 'broadcast', act: 'inform', body: `all hands ${this.n++}`, requires_reply: false });
     writeOutbox(this.root, [m]);
@@ -78,9 +108,14 @@ export class Workload {
   /** One tick of background traffic. */
   async tick(): Promise<void> {
     const r = this.rng.next();
-    this.request(r < 0.04 ? 'ask' : 'plain');
-    if (r > 0.93) this.broadcast();
-    if (r > 0.85 && r <= 0.93) await this.rememberOne();
-    if (this.n % 10 === 0) this.answerQuestions();
+    try {
+      this.request(r < 0.04 ? 'ask' : 'plain');
+      if (r > 0.93) this.broadcast();
+      if (r > 0.85 && r <= 0.93) await this.rememberOne();
+      if (this.n % 10 === 0) this.answerQuestions();
+    } catch (err) {
+      // A full disk: what was not written was not acknowledged, and is not in the ledger.
+      if (!isTransientResourceError(err)) throw err;
+    }
   }
 }

@@ -83,6 +83,21 @@ function dayOf(date: Date | string | undefined): string {
  * end of the file (never in the middle: appends only extend it); after, it is there.
  * @example await remember('/hive', 'alice', 'Deploys go out on Tuesdays', { pinned: true })
  */
+/**
+ * Appends all of `data` or none of it: a write cut short (a full disk) is truncated back
+ * to `size`, where the file ended before, and the error thrown; an entry is never left
+ * half-written.
+ */
+function appendWhole(fd: number, data: Buffer, size: number): void {
+  let off = 0;
+  try {
+    while (off < data.length) off += fs.writeSync(fd, data, off, data.length - off);
+  } catch (err) {
+    if (off > 0) fs.ftruncateSync(fd, size);
+    throw err;
+  }
+}
+
 export async function remember(root: string, agent: string, input: MemoryInput, options: RememberOptions = {}): Promise<Remembered> {
   const p = agentPaths(root, agent);
   const { title, body } = splitInput(input);
@@ -99,7 +114,7 @@ export async function remember(root: string, agent: string, input: MemoryInput, 
       const size = fs.fstatSync(fd).size;
       const tail = Buffer.alloc(Math.min(2, size));
       if (tail.length > 0) fs.readSync(fd, tail, 0, tail.length, size - tail.length);
-      fs.writeSync(fd, separatorAfter(tail.toString('latin1')) + text);
+      appendWhole(fd, Buffer.from(separatorAfter(tail.toString('latin1')) + text), size);
       fs.fdatasyncSync(fd);
       if (created) fsyncDir(p.dir);
       return { agent, text, size: fs.fstatSync(fd).size };
