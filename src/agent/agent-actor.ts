@@ -120,6 +120,8 @@ export class AgentActor {
   async start(): Promise<ActorInfo> {
     const restored = await this.runStep(() => restoreAgentState(this.o.root, this.id, this.o.settings.doneCap));
     this.restoredFrom = restored.from;
+    // What the restore had to finish of the last commit (the crash-window tests read it).
+    appendEvent(this.o.root, { type: 'actor.restored', agent: this.id, from: restored.from, commit: restored.commit, cursor: restored.context.cursor, reemitted: restored.reemitted, moved: restored.moved });
     if (this.o.brain.conversational) {
       this.session = new Session(this.o.root, this.id, currentSession(this.o.root, this.id).key, this.o.settings.sessionCaps);
     }

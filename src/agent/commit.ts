@@ -5,6 +5,7 @@ import { writeOutbox } from '../queue/outbox.ts';
 import { moveToDone } from '../queue/inbox.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
 import type { StateStore } from './state-store.ts';
+import { crashPoint } from '../testing/crash-point.ts';
 
 /**
  * Commit of turn N, in order (what a crash between steps leaves):
@@ -79,13 +80,16 @@ export async function commitTurn(
   runStep: StepRunner = runDirectly,
 ): Promise<SyncDebt> {
   await runStep(() => paySyncDebt(root, next.agentId, debt));
+  crashPoint('commit.after-debt');
   if (PLANT === 'cursor-before-state' && previous) {
     store.append({ ...previous, cursor: next.cursor }, []);
     Atomics.wait(pause, 0, 0, 150); // widen the window a crash must hit
   }
   await runStep(() => store.append(next, messages));
+  crashPoint('commit.after-wal');
   onCommitted?.();
   const written = messages.length > 0 ? await runStep(() => writeOutbox(root, messages, { durable: false })) : [];
+  crashPoint('commit.after-outbox');
   await runStep(() => moveToDone(root, next.agentId, next.cursor, doneCap));
   return written;
 }

@@ -17,6 +17,8 @@ export interface Restored {
   commit: number;
   /** Messages of the last committed turn that had to be written again. */
   reemitted: number;
+  /** Processed inbox entries (seq ≤ cursor) moved to .done here: their move was lost in a crash. */
+  moved: number;
 }
 
 function isIntact(file: string, id: string): boolean {
@@ -44,8 +46,8 @@ export function restoreAgentState(root: string, agentId: string, doneCap: number
     } catch {
       cursor = 0;
     }
-    moveToDone(root, agentId, cursor, doneCap);
-    return { context: { agentId, cursor, handled: 0, turns: 0, brainState: null, timers: [] }, from: 'fresh', commit: 0, reemitted: 0 };
+    const moved = moveToDone(root, agentId, cursor, doneCap);
+    return { context: { agentId, cursor, handled: 0, turns: 0, brainState: null, timers: [] }, from: 'fresh', commit: 0, reemitted: 0, moved };
   }
   const missing = state.lastTurn.messages
     .map((m) => parseMessage(m))
@@ -53,7 +55,7 @@ export function restoreAgentState(root: string, agentId: string, doneCap: number
     .map((r) => r.message)
     .filter((m) => !isIntact(path.join(p.outbox, `${m.id}.json`), m.id) && !fs.existsSync(path.join(p.sent, `${m.id}.json`)));
   if (missing.length > 0) writeOutbox(root, missing);
-  moveToDone(root, agentId, state.cursor, doneCap);
+  const moved = moveToDone(root, agentId, state.cursor, doneCap);
   commitCursor(root, agentId, state.cursor, { durable: false });
-  return { context: { ...state.snapshot.context, cursor: state.cursor }, from: 'state', commit: state.commit, reemitted: missing.length };
+  return { context: { ...state.snapshot.context, cursor: state.cursor }, from: 'state', commit: state.commit, reemitted: missing.length, moved };
 }

@@ -5,6 +5,7 @@ import { hivePaths } from '../layout/paths.ts';
 import { fsyncDir, writeFileAtomic } from '../fs/atomic.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { makeDir } from '../fs/modes.ts';
+import { crashPoint } from '../testing/crash-point.ts';
 
 /**
  * The dead-letter folder: `dead-letter/<stamp>-<name>` plus `<stamp>-<name>.reason.json`
@@ -55,6 +56,7 @@ export function deadLetterFile(root: string, file: string, reason: DeadLetterRea
   const dir = hivePaths(root).deadLetter;
   makeDir(dir);
   const rec = record(root, deadLetterName(path.basename(file)), reason);
+  crashPoint('dead-letter.after-reason');
   fs.renameSync(file, rec.file);
   fsyncDir(dir);
   appendEvent(root, { type: 'message.dead-lettered', file: rec.name, ...reason });

@@ -14,6 +14,7 @@ import { MarkerFile } from '../fs/marker.ts';
 import { isRealDirectory } from '../fs/regular-file.ts';
 import { hiveModes } from '../fs/modes.ts';
 import { lockFs } from '../lock/lock-fs.ts';
+import { crashPoint } from '../testing/crash-point.ts';
 
 /**
  * Delivery into an inbox: gap-free sequence numbers assigned under the inbox lock
@@ -306,9 +307,12 @@ export async function deliver(root: string, agentId: string, messages: HiveMessa
       // Spoil `.head` first: a crash after some renames but before the new token is written
       // must not leave the old token, which other processes' caches would still trust.
       writeHead(p, `pending-${process.pid}-${randomBytes(6).toString('hex')}`);
+      crashPoint('deliver.after-head-spoiled');
       try {
         await place(p.inbox, entries);
+        crashPoint('deliver.after-links');
         await fsyncDirAsync(p.inbox);
+        crashPoint('deliver.after-dir-sync');
       } catch (err) {
         indexCache.delete(p.inbox);
         for (const e of entries) if (e.temp) fs.rmSync(e.temp, { force: true });

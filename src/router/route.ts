@@ -4,13 +4,14 @@ import { createMessage, type HiveMessage } from '../protocol/message.ts';
 import { stableId } from '../protocol/ids.ts';
 import { agentPaths, hivePaths } from '../layout/paths.ts';
 import { readRegistry } from '../registry/registry.ts';
-import { appendEvents } from '../log/event-log.ts';
+import { appendEvents, type HiveEvent } from '../log/event-log.ts';
 import type { Transport, PendingItem } from '../queue/transport.ts';
 import type { DeadLetterReason } from '../queue/dead-letter.ts';
 import type { DeliveryOutcome } from '../queue/inbox-deliver.ts';
 import { isTransientResourceError } from '../fs/shortage.ts';
 import { errorMessage } from '../errors.ts';
 import type { Delivery } from '../../actors/protocol.ts';
+import { crashPoint } from '../testing/crash-point.ts';
 
 function deliveryOf(agent: string, seq: number, m: HiveMessage): Delivery {
   return {
@@ -285,7 +286,7 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
   const byRecipient = new Map<string, HiveMessage[]>();
   const routedRefs = new Map<string, string[]>();
   const rejects: { sender: string; item: PendingItem; reason: DeadLetterReason; bounce: boolean }[] = [];
-  const routeLog: Record<string, unknown>[] = [];
+  const routeLog: HiveEvent[] = [];
 
   for (const sender of ctx.senders ?? dir.all) {
     if (!dir.all.has(sender)) continue;
@@ -312,7 +313,7 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
       const refs = routedRefs.get(sender) ?? [];
       refs.push(item.ref);
       routedRefs.set(sender, refs);
-      routeLog.push({ id: item.message!.id, from: sender, to: item.message!.to, recipients: d.recipients });
+      routeLog.push({ type: 'message.routed', id: item.message!.id, from: sender, to: item.message!.to, recipients: d.recipients });
       ctx.onRouted?.(item.message!, d.recipients);
     }
   }
@@ -339,11 +340,15 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
         fresh += 1;
         report.delivered.push(deliveryOf(recipient, o.seq, messages[i]!));
         ctx.onDelivered?.(messages[i]!, recipient, o.seq, startedAt);
-      } else report.duplicates += 1;
+      } else {
+        report.duplicates += 1;
+        routeLog.push({ type: 'message.duplicate', id: messages[i]!.id, to: recipient });
+      }
     });
     if (fresh > 0) ctx.onInboxCommitted?.(recipient);
   });
 
+  if (byRecipient.size > 0) crashPoint('route.after-deliveries');
   for (const u of undeliverable) {
     const code = (u.error as { code?: string }).code ?? 'E_IO';
     for (const m of u.messages) {
@@ -376,6 +381,7 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
     report.rejected.push({ sender: r.sender, ref: r.item.ref, reason: r.reason });
   }
 
+  if (routedRefs.size > 0) crashPoint('route.before-settle');
   for (const [sender, refs] of routedRefs) await transport.settle(sender, refs);
-  appendEvents(root, routeLog.map((line) => ({ type: 'message.routed', ...line })));
+  appendEvents(root, routeLog);
 }

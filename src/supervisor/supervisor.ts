@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
-import type { AgentHostApi, AgentSettings, HostedAgentSpec, RouterHostApi, WorkerEvent } from '../../actors/protocol.ts';
+import type { AgentHostApi, AgentSettings, HostedAgentSpec, RouterHostApi, WorkerEvent, WorkerInit } from '../../actors/protocol.ts';
 import { AgentConfigSchema, BrainSchema, type AgentConfig, type BrainSpec, type HiveConfig } from '../config/schema.ts';
 import { ensureAgent, ensureAgents, ensureHive } from '../layout/ensure.ts';
 import { agentPaths, hivePaths } from '../layout/paths.ts';
@@ -40,6 +40,13 @@ import { listQuestions, answerQuestion, type Question } from '../human/questions
 import { applyArchiveCap, archiveSession, sweepOrphanSessions } from '../session/archive.ts';
 import { brainIdentity, writeSwitchOffer } from '../session/switch.ts';
 import { MemoryActors } from '../memory/actors.ts';
+import type { CrashPointName } from '../testing/crash-point.ts';
+
+/** @internal Test seams, passed in by tests (never read from the environment). */
+export interface TestingOptions {
+  /** Stop the thread that reaches this crash point (src/testing/crash-point.ts). */
+  crashAt?: CrashPointName;
+}
 
 export interface ActorStatus {
   id: string;
@@ -114,6 +121,7 @@ export class Supervisor {
   constructor(
     readonly config: HiveConfig,
     private readonly observe: ObserveOptions = {},
+    private readonly testing: TestingOptions = {},
   ) {
     this.root = config.root;
     this.notices = new GodNotices(this.root, (senders) => this.kickRouter(senders));
@@ -510,7 +518,7 @@ export class Supervisor {
         const telemetry = this.observer?.workerTelemetry(hostId, this.members.get(hostId) ?? []);
         const handle = await WorkerHandle.start<AgentHostApi>(
           'agent-host',
-          { hostId, root: this.root, agentSettings: this.agentSettings(), ...(telemetry ? { telemetry } : {}) },
+          { hostId, root: this.root, agentSettings: this.agentSettings(), ...(telemetry ? { telemetry } : {}), ...this.testingInit() },
           (e) => this.onWorkerEvent(e),
           this.workerOptions(),
         );
@@ -563,10 +571,16 @@ export class Supervisor {
         root: this.root,
         routerSettings: { pollMs: r.pollMs, hopCap: r.hopCap, batchPerSender: r.batchPerSender, sentCap: r.sentCap, doneCap: this.config.supervisor.doneCap, watch: true },
         ...(telemetry ? { telemetry } : {}),
+        ...this.testingInit(),
       },
       (e) => this.onWorkerEvent(e),
       this.workerOptions(),
     );
+  }
+
+  /** What a worker's init carries for a test (a crash point to stop at). */
+  private testingInit(): Pick<WorkerInit, 'crashAt'> {
+    return this.testing.crashAt ? { crashAt: this.testing.crashAt } : {};
   }
 
   /** How every worker of this hive is started (its heap limit). */
