@@ -14,7 +14,8 @@ import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
 import { routerMachine } from '../machines/router.ts';
 import { GOD_ID } from '../src/protocol/agent-id.ts';
 import { createFsTransport } from '../src/queue/fs-transport.ts';
-import { createDirectoryCache, routeOnce } from '../src/router/route.ts';
+import { routeOnce } from '../src/router/route.ts';
+import { createDirectoryCache } from '../src/router/directory.ts';
 import { hivePaths } from '../src/layout/paths.ts';
 import { releaseInboxLocks } from '../src/queue/inbox-deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
@@ -39,6 +40,8 @@ const telemetry = await startWorkerTelemetry(init.telemetry);
 const tracer = telemetry?.tracer ?? null;
 
 const pending = new PendingOutboxes();
+/** The last reason logged for each sender whose outbox could not be routed. */
+const refusedTold = new Map<string, string>();
 
 /** Senders wrote to their outboxes (none named: look at every outbox) — read them next pass. */
 function outboxChanged(senders?: string[]): void {
@@ -106,6 +109,12 @@ const machine = routerMachine.provide({
           type: 'router.rejected',
           items: report.rejected.map((r) => ({ sender: r.sender, ref: r.ref, error: r.reason.error, ...(r.reason.code ? { code: r.reason.code } : {}) })),
         });
+      }
+      for (const r of report.refused) {
+        // Once per sender and reason: a broken outbox is retried every pass, and logged when it changes.
+        if (refusedTold.get(r.sender) === r.error) continue;
+        refusedTold.set(r.sender, r.error);
+        appendEvent(init.root, { type: 'router.sender-refused', agent: r.sender, error: r.error });
       }
       pending.keep(report.moreSenders);
       if (report.shortage !== undefined) waitOutShortage(report.shortage, senders);

@@ -47,7 +47,7 @@ describe('git audit trail', () => {
     expect(show.stdout).toContain('agents/late/identity.md');
     const tracked = (await git(hive.root, ['ls-files'])).stdout.split('\n').filter(Boolean);
     expect(tracked).toEqual(expect.arrayContaining(['.gitignore', 'config.json', 'registry.json', 'agents/echo/identity.md', 'agents/echo/memory.md']));
-    expect(tracked.filter((f) => /inbox|outbox|state\.|\.wal|cursor|lock|sock|log\.jsonl|kickoff/.test(f))).toEqual([]);
+    expect(tracked.filter((f) => /inbox|outbox|state\.|\.wal|cursor|lock|sock|log\.jsonl|kickoff|hive\.key/.test(f))).toEqual([]);
     expect((await git(hive.root, ['config', 'user.email'])).stdout.trim()).toBe('hive@localhost');
 
     const out = memoryIO();

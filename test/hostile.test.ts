@@ -21,6 +21,7 @@ import { agentPaths, hivePaths } from '../src/layout/paths.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import type { Hive } from '../src/hive.ts';
 import { GodNotices } from '../src/supervisor/notices.ts';
+import { writeOutbox } from '../src/queue/outbox.ts';
 import { useGroupModes } from '../src/fs/modes.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { requestJsonLine } from '../src/net/json-line.ts';
@@ -99,6 +100,65 @@ describe('hostile hive folder: the router', () => {
     await roundTrip(hive, 'after the removed inbox');
     await waitFor(hive, () => listDeadLetters(hive.root).some((d) => d.name === `undeliverable-gone-${m.id}.json`), 'copy dead-lettered');
     await waitFor(hive, () => readInbox(hive.root, 'god', 0).entries.some((e) => e.message.in_reply_to === m.id), 'bounce to god');
+    expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+  });
+
+  it('a registered agent whose folder was replaced by a symlink out of the hive is refused (logged once), not routed to', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'ext', brain: { kind: 'external' } }] }));
+    await roundTrip(hive, 'ext is known');
+    const outside = tempDir('hive-outside-');
+    fs.mkdirSync(path.join(outside, 'inbox'));
+    fs.mkdirSync(path.join(outside, 'outbox'));
+    const dir = agentPaths(hive.root, 'ext').dir;
+    fs.renameSync(dir, `${dir}.moved`);
+    fs.symlinkSync(outside, dir);
+    await hive.send({ from: 'client', to: 'ext', act: 'request', body: 'to the moved folder' });
+    await roundTrip(hive, 'after the swap');
+    await waitFor(hive, () => deadLetterReasons(hive.root).some((r) => r?.code === 'E_UNKNOWN_AGENT' && r.to === 'ext'), 'send to ext dead-lettered');
+    expect(fs.readdirSync(path.join(outside, 'inbox'))).toEqual([]);
+    const refusals = fs.readFileSync(hivePaths(hive.root).log, 'utf8').split('\n').filter((l) => l.includes('"type":"router.folder-refused"') && l.includes('"agent":"ext"'));
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]).toContain('symbolic link');
+    expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+  });
+
+  for (const broken of ['outbox is a file', 'outbox is a FIFO', 'outbox/.sent is a file', 'outbox/.sent is a symlink out of the hive', 'outbox is a symlink out of the hive'] as const) {
+    it(`an agent whose ${broken} sends nothing, loses nothing outside the hive, and stops nobody else`, async () => {
+      const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'ext', brain: { kind: 'external' } }] }));
+      const p = agentPaths(hive.root, 'ext');
+      const outside = tempDir('hive-outside-');
+      const keep = Array.from({ length: 30 }, (_, i) => `precious-${i}.txt`);
+      for (const f of keep) fs.writeFileSync(path.join(outside, f), f);
+      fs.writeFileSync(path.join(outside, 'from-outside.json'), JSON.stringify({ id: 'from-outside', from: 'ext', to: 'echo', act: 'request', body: 'FROM-OUTSIDE' }));
+      if (broken.startsWith('outbox/.sent')) {
+        fs.rmSync(p.sent, { recursive: true, force: true });
+        if (broken.endsWith('file')) fs.writeFileSync(p.sent, 'not a folder');
+        else fs.symlinkSync(outside, p.sent);
+        // A message waiting in ext's outbox: after routing it would go to .sent.
+        writeOutbox(hive.root, [createMessage({ from: 'ext', to: 'echo', act: 'inform', body: 'waits' })]);
+      } else {
+        fs.rmSync(p.outbox, { recursive: true, force: true });
+        if (broken.endsWith('a file')) fs.writeFileSync(p.outbox, 'not a folder');
+        else if (broken.endsWith('FIFO')) execFileSync('mkfifo', [p.outbox]);
+        else fs.symlinkSync(outside, p.outbox);
+      }
+      hive.supervisor.kickRouter();
+      await roundTrip(hive, `with ${broken}`);
+      await roundTrip(hive, 'and again');
+      expect(fs.readdirSync(outside).sort()).toEqual([...keep, 'from-outside.json'].sort());
+      expect(readInbox(hive.root, 'echo', 0).entries.some((e) => e.message.body === 'FROM-OUTSIDE')).toBe(false);
+      expect(fs.readFileSync(hivePaths(hive.root).log, 'utf8')).toMatch(/"type":"router\.(folder|sender)-refused".*"agent":"ext"/);
+      expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+    });
+  }
+
+  it('god\'s inbox removed: a bounce cannot be delivered, which is logged; routing goes on', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client] }));
+    await roundTrip(hive, 'first');
+    fs.rmSync(agentPaths(hive.root, 'god').inbox, { recursive: true });
+    await hive.send({ from: 'client', to: 'nobody-here', act: 'request', body: 'bounce me' });
+    await roundTrip(hive, 'after god lost its inbox');
+    await waitFor(hive, () => deadLetterReasons(hive.root).some((r) => r?.to === 'nobody-here'), 'dead-lettered');
     expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
   });
 

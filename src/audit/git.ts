@@ -36,6 +36,8 @@ export const HIVE_GITIGNORE = `# Written by hive: the audit trail commits signif
 # Event log (rotated; read it with \`hive log\`)
 /log.jsonl
 /log-*.jsonl
+# Secrets: the hive key mints every agent's hook token (in git it could never be revoked)
+/hive.key
 # Locks, sockets, runtime markers
 *.lock
 *.lock/

@@ -92,6 +92,24 @@ export function listEntries(dir: string): fs.Dirent[] {
   }
 }
 
+/**
+ * Throws `E_NOT_REGULAR` when `dir` exists but is not a real folder: a symlink (even to a
+ * folder: files moved into it would land, and be trimmed, outside the hive), a file, a
+ * FIFO. A missing folder is fine (its writer makes it).
+ */
+export function assertRealDirectory(dir: string, where = dir): void {
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  if (st.isDirectory()) return;
+  const kind = entryKind(st);
+  throw new HiveError('E_NOT_REGULAR', `${where} is ${/^[aeiouAEIOU]/.test(kind) ? 'an' : 'a'} ${kind}, not a folder: it is not used`, { details: { kind } });
+}
+
 /** True when `dir` is a real directory (lstat: a symlink to one is not). */
 export function isRealDirectory(dir: string): boolean {
   try {

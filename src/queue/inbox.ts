@@ -3,7 +3,7 @@ import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
 import { listDir } from '../fs/atomic.ts';
 import { HiveError, isHiveError } from '../errors.ts';
-import { entryKind, listEntries, readRegularText, type EntryKind } from '../fs/regular-file.ts';
+import { assertRealDirectory, entryKind, listEntries, readRegularText, type EntryKind } from '../fs/regular-file.ts';
 import { parseMessageText, type HiveMessage } from '../protocol/message.ts';
 import { noteAdded } from '../fs/capped.ts';
 import { deadLetterFile, relativeToHive } from './dead-letter.ts';
@@ -56,6 +56,7 @@ export interface InboxRead {
  */
 export function readInbox(root: string, agentId: string, afterSeq: number, limit = Infinity): InboxRead {
   const p = agentPaths(root, agentId);
+  assertRealDirectory(p.inbox, `agents/${agentId}/inbox`);
   const entries: InboxEntry[] = [];
   const rejected: RejectedInboxFile[] = [];
   const named: { seq: number; id: string; name: string; kind: EntryKind }[] = [];
@@ -156,6 +157,7 @@ export function readInboxEntry(root: string, agentId: string, name: string): Hiv
 export function moveToDone(root: string, agentId: string, throughSeq: number, cap = DEFAULT_DONE_CAP): number {
   const p = agentPaths(root, agentId);
   makeDir(p.done);
+  assertRealDirectory(p.done, `agents/${agentId}/inbox/.done`);
   let moved = 0;
   for (const name of listDir(p.inbox)) {
     const parsed = parseInboxName(name);

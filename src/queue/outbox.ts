@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
-import { writeFilesAtomic, writeFilesAtomicAsync, listDir } from '../fs/atomic.ts';
-import { entryKind, listEntries, readRegularText } from '../fs/regular-file.ts';
+import { writeFilesAtomic, writeFilesAtomicAsync } from '../fs/atomic.ts';
+import { assertRealDirectory, entryKind, listEntries, readRegularText } from '../fs/regular-file.ts';
 import { isHiveError } from '../errors.ts';
 import { parseMessageText, type HiveMessage, type ParseResult } from '../protocol/message.ts';
 import { noteAdded } from '../fs/capped.ts';
@@ -107,13 +107,6 @@ export interface OutboxFile {
   notRegular?: boolean;
 }
 
-/** Names of an outbox's message files in write order (dot files are temp or folders). */
-export function listOutboxNames(root: string, agentId: string): string[] {
-  return listDir(agentPaths(root, agentId).outbox)
-    .filter((n) => !n.startsWith('.'))
-    .sort();
-}
-
 /**
  * Reads and validates every file waiting in an agent's outbox, oldest first. Only regular
  * files are read (see `src/fs/regular-file.ts`); anything else comes back as an item whose
@@ -121,6 +114,7 @@ export function listOutboxNames(root: string, agentId: string): string[] {
  */
 export function readOutbox(root: string, agentId: string, limit = Infinity): OutboxFile[] {
   const dir = agentPaths(root, agentId).outbox;
+  assertRealDirectory(dir, `agents/${agentId}/outbox`);
   const out: OutboxFile[] = [];
   const entries = listEntries(dir)
     .filter((e) => !e.name.startsWith('.'))
@@ -154,6 +148,7 @@ export function readOutbox(root: string, agentId: string, limit = Infinity): Out
 export function markSent(root: string, agentId: string, names: string[], cap: number): void {
   const p = agentPaths(root, agentId);
   makeDir(p.sent);
+  assertRealDirectory(p.sent, `agents/${agentId}/outbox/.sent`);
   for (const name of names) {
     try {
       fs.renameSync(path.join(p.outbox, name), path.join(p.sent, name));

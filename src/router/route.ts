@@ -1,15 +1,13 @@
-import fs from 'node:fs';
-import { BROADCAST, GOD_ID, HUMAN_ALIAS, SYSTEM_SENDER, isAgentId } from '../protocol/agent-id.ts';
+import { BROADCAST, GOD_ID, HUMAN_ALIAS, SYSTEM_SENDER } from '../protocol/agent-id.ts';
+import { readDirectory, type AgentDirectory } from './directory.ts';
 import { createMessage, type HiveMessage } from '../protocol/message.ts';
 import { stableId } from '../protocol/ids.ts';
-import { agentPaths, hivePaths } from '../layout/paths.ts';
-import { readRegistry } from '../registry/registry.ts';
 import { appendEvents, type HiveEvent } from '../log/event-log.ts';
 import type { Transport, PendingItem } from '../queue/transport.ts';
 import type { DeadLetterReason } from '../queue/dead-letter.ts';
 import type { DeliveryOutcome } from '../queue/inbox-deliver.ts';
 import { isTransientResourceError } from '../fs/shortage.ts';
-import { errorMessage } from '../errors.ts';
+import { errorMessage, isHiveError } from '../errors.ts';
 import type { Delivery } from '../../actors/protocol.ts';
 import { crashPoint } from '../testing/crash-point.ts';
 
@@ -53,107 +51,6 @@ export interface RouterSettings {
 }
 
 export const DEFAULT_ROUTER_SETTINGS: RouterSettings = { hopCap: 12, batchPerSender: 256, settleMs: 2_000 };
-
-export interface AgentDirectory {
-  /** Every agent with an inbox. */
-  all: Set<string>;
-  /** Agents that take part in broadcasts (not archived, not god or the `hive` system agent). */
-  broadcastable: Set<string>;
-  /** Folders under agents/ that are not recipients, with the reason (logged once by the cache). */
-  refused: Map<string, string>;
-}
-
-/** Why an agent folder cannot receive, or null when it can: a real folder with a real inbox (lstat, never followed). */
-function folderProblem(root: string, id: string): string | null {
-  const p = agentPaths(root, id);
-  let st: fs.Stats;
-  try {
-    st = fs.lstatSync(p.dir);
-  } catch {
-    return 'its folder is missing';
-  }
-  if (st.isSymbolicLink()) return 'its folder is a symbolic link (it could point outside the hive)';
-  if (!st.isDirectory()) return `agents/${id} is not a folder`;
-  try {
-    st = fs.lstatSync(p.inbox);
-  } catch {
-    return 'it has no inbox folder';
-  }
-  if (!st.isDirectory()) return `its inbox is a ${st.isSymbolicLink() ? 'symbolic link' : 'file'}, not a folder`;
-  return null;
-}
-
-/**
- * Reads who can receive: the agents recorded in registry.json whose folder is a real
- * folder with a real inbox (lstat: a symlinked folder could point anywhere). A folder
- * under agents/ that is not a registered agent (a backup, a stray mkdir) is not a
- * recipient; a message to it is an unknown recipient, dead-lettered with a bounce.
- * An unreadable registry keeps the `previous` directory (or, with none, the folders
- * that have an inbox): it must not stop routing.
- */
-export function readDirectory(root: string, previous: AgentDirectory | null = null): AgentDirectory {
-  const refused = new Map<string, string>();
-  let folders: string[] = [];
-  try {
-    folders = fs.readdirSync(hivePaths(root).agents).filter((n) => isAgentId(n));
-  } catch {
-    folders = [];
-  }
-  let registered: Map<string, { archived: boolean; system: boolean }>;
-  try {
-    const reg = readRegistry(root);
-    registered = new Map(Object.values(reg.agents).map((a) => [a.id, { archived: a.status === 'archived', system: a.origin === 'system' }]));
-  } catch {
-    if (previous) return previous;
-    registered = new Map(folders.map((id) => [id, { archived: false, system: false }]));
-  }
-  const all = new Set<string>();
-  for (const id of new Set([...folders, ...registered.keys()])) {
-    if (!isAgentId(id)) continue;
-    if (!registered.has(id)) {
-      refused.set(id, `agents/${id} is not an agent of this hive (not in registry.json)`);
-      continue;
-    }
-    const problem = folderProblem(root, id);
-    if (problem) refused.set(id, `agent "${id}" cannot receive: ${problem}`);
-    else all.add(id);
-  }
-  const excluded = new Set<string>([GOD_ID, SYSTEM_SENDER]);
-  for (const [id, r] of registered) if (r.archived || r.system) excluded.add(id);
-  const broadcastable = new Set([...all].filter((id) => !excluded.has(id)));
-  return { all, broadcastable, refused };
-}
-
-/**
- * Caches the directory between passes: re-read only when the agents folder or
- * registry.json changed (two stats instead of a listing and a JSON parse per pass).
- * `onRefused` hears each refused folder once, when it is first seen.
- */
-export function createDirectoryCache(root: string, onRefused: (id: string, reason: string) => void = () => undefined): () => AgentDirectory {
-  let key = '';
-  let cached: AgentDirectory | null = null;
-  const told = new Map<string, string>();
-  const mtime = (f: string) => {
-    try {
-      return fs.statSync(f).mtimeMs;
-    } catch {
-      return -1;
-    }
-  };
-  return () => {
-    const p = hivePaths(root);
-    const now = `${mtime(p.agents)}:${mtime(p.registry)}`;
-    if (!cached || now !== key) {
-      cached = readDirectory(root, cached);
-      key = now;
-      for (const [id, reason] of cached.refused) {
-        if (told.get(id) !== reason) onRefused(id, reason);
-        told.set(id, reason);
-      }
-    }
-    return cached;
-  };
-}
 
 export type Decision =
   | { kind: 'route'; recipients: string[] }
@@ -227,6 +124,11 @@ export interface RouteReport {
   /** Unreadable files left for a later pass because they were still fresh. */
   unsettled: number;
   /**
+   * Outboxes (or steps for one sender) that failed this pass for a reason of their own (an
+   * outbox that is a file, a `.sent` that is not a folder...): skipped, the rest routed.
+   */
+  refused: { sender: string; error: string }[];
+  /**
    * Set when the pass stopped short for want of a resource (a full disk): what was done
    * stays done, the rest is left for a later pass (which finds the deliveries made here
    * and reports them `duplicate`).
@@ -252,6 +154,11 @@ export interface RouteContext {
   onRejected?: (message: HiveMessage | null, reason: DeadLetterReason) => void;
 }
 
+/** A recipient that cannot take messages (no inbox, or one that is not a real folder): its own problem, not the pass's. */
+function isRecipientProblem(err: unknown): boolean {
+  return isHiveError(err, 'E_UNKNOWN_AGENT') || isHiveError(err, 'E_NOT_REGULAR') || ['ENOTDIR', 'ENOENT', 'ELOOP'].includes((err as { code?: string }).code ?? '');
+}
+
 /** How many recipient inboxes one pass commits at once. */
 const DELIVERY_CONCURRENCY = 8;
 
@@ -270,7 +177,7 @@ async function eachConcurrently<T>(items: T[], limit: number, fn: (item: T) => P
  * with an exception: the router waits and tries again.
  */
 export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
-  const report: RouteReport = { delivered: [], duplicates: 0, rejected: [], more: false, moreSenders: [], unsettled: 0 };
+  const report: RouteReport = { delivered: [], duplicates: 0, rejected: [], more: false, moreSenders: [], unsettled: 0, refused: [] };
   try {
     await routeInto(report, ctx);
   } catch (err) {
@@ -288,9 +195,34 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
   const rejects: { sender: string; item: PendingItem; reason: DeadLetterReason; bounce: boolean }[] = [];
   const routeLog: HiveEvent[] = [];
 
-  for (const sender of ctx.senders ?? dir.all) {
-    if (!dir.all.has(sender)) continue;
-    const items = await transport.pending(sender, settings.batchPerSender);
+  // One sender's broken folder must not stop the others: its step fails alone (a full
+  // disk is different: the pass stops and is tried again, see routeOnce).
+  const alone = async <T>(sender: string, step: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await step();
+    } catch (err) {
+      if (isTransientResourceError(err)) throw err;
+      report.refused.push({ sender, error: errorMessage(err) });
+      return undefined;
+    }
+  };
+  const refOf = new Map<HiveMessage, string>();
+  /** A bounce notice for god: its failure (god's inbox gone) loses only the notice, logged. */
+  const tellGod = async (notice: HiveMessage): Promise<void> => {
+    if (!dir.all.has(GOD_ID)) return;
+    try {
+      const [o] = await transport.deliver(GOD_ID, [notice]);
+      if (o?.status === 'delivered') report.delivered.push(deliveryOf(GOD_ID, o.seq, notice));
+    } catch (err) {
+      if (!isRecipientProblem(err)) throw err;
+      routeLog.push({ type: 'router.bounce-failed', id: notice.id, subject: notice.subject, error: errorMessage(err) });
+    }
+  };
+
+  for (const sender of ctx.senders ?? dir.senders) {
+    if (!dir.senders.has(sender)) continue;
+    const items = await alone(sender, () => transport.pending(sender, settings.batchPerSender));
+    if (!items) continue;
     if (items.length >= settings.batchPerSender) {
       report.more = true;
       report.moreSenders.push(sender);
@@ -310,6 +242,7 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
         list.push(item.message!);
         byRecipient.set(r, list);
       }
+      refOf.set(item.message!, item.ref);
       const refs = routedRefs.get(sender) ?? [];
       refs.push(item.ref);
       routedRefs.set(sender, refs);
@@ -330,7 +263,7 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
     try {
       outcomes = await transport.deliver(recipient, messages);
     } catch (err) {
-      if (isTransientResourceError(err)) throw err;
+      if (!isRecipientProblem(err)) throw err; // anything else is a bug or a full disk: let it crash or wait
       undeliverable.push({ recipient, messages, error: err });
       return;
     }
@@ -355,33 +288,29 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
       const reason: DeadLetterReason = {
         error: `Cannot deliver to "${u.recipient}": ${errorMessage(u.error)}`,
         code,
-        source: `agents/${m.from}/outbox/${m.id}.json`,
+        source: `agents/${m.from}/outbox/${refOf.get(m) ?? `${m.id}.json`}`,
         to: u.recipient,
       };
       const key = `undeliverable-${u.recipient}-${m.id}.json`;
       await transport.deadLetterCopy(m, key, reason);
-      if (m.from !== SYSTEM_SENDER && u.recipient !== GOD_ID && dir.all.has(GOD_ID)) {
-        const notice = bounceNotice(m.from, { ref: key, message: m, error: null }, reason);
-        const [o] = await transport.deliver(GOD_ID, [notice]);
-        if (o?.status === 'delivered') report.delivered.push(deliveryOf(GOD_ID, o.seq, notice));
-      }
+      if (m.from !== SYSTEM_SENDER && u.recipient !== GOD_ID) await tellGod(bounceNotice(m.from, { ref: key, message: m, error: null }, reason));
       ctx.onRejected?.(m, reason);
       report.rejected.push({ sender: m.from, ref: key, reason });
     }
   }
 
   for (const r of rejects) {
-    if (r.bounce && dir.all.has(GOD_ID)) {
-      const notice = bounceNotice(r.sender, r.item, r.reason);
-      const [o] = await transport.deliver(GOD_ID, [notice]);
-      if (o?.status === 'delivered') report.delivered.push(deliveryOf(GOD_ID, o.seq, notice));
-    }
-    await transport.reject(r.sender, r.item.ref, r.reason);
+    if (r.bounce) await tellGod(bounceNotice(r.sender, r.item, r.reason));
+    const moved = await alone(r.sender, async () => {
+      await transport.reject(r.sender, r.item.ref, r.reason);
+      return true;
+    });
+    if (!moved) continue;
     ctx.onRejected?.(r.item.message ?? null, r.reason);
     report.rejected.push({ sender: r.sender, ref: r.item.ref, reason: r.reason });
   }
 
   if (routedRefs.size > 0) crashPoint('route.before-settle');
-  for (const [sender, refs] of routedRefs) await transport.settle(sender, refs);
+  for (const [sender, refs] of routedRefs) await alone(sender, () => transport.settle(sender, refs));
   appendEvents(root, routeLog);
 }

@@ -1,0 +1,139 @@
+import fs from 'node:fs';
+import { GOD_ID, SYSTEM_SENDER, isAgentId } from '../protocol/agent-id.ts';
+import { agentPaths, hivePaths } from '../layout/paths.ts';
+import { readRegistry } from '../registry/registry.ts';
+import { entryKind, type EntryKind } from '../fs/regular-file.ts';
+
+/**
+ * Who the router delivers to and reads from. Agent folders are untrusted (people and
+ * programs write into the hive): only agents recorded in registry.json count, and only
+ * when their folders are real folders, never symlinks (lstat, never followed).
+ */
+
+export interface AgentDirectory {
+  /** Every agent with an inbox. */
+  all: Set<string>;
+  /** Agents whose outbox the router reads: a real folder (or none yet), with a real `.sent/`. */
+  senders: Set<string>;
+  /** Agents that take part in broadcasts (not archived, not god or the `hive` system agent). */
+  broadcastable: Set<string>;
+  /** Folders under agents/ that are not recipients, with the reason (logged once by the cache). */
+  refused: Map<string, string>;
+}
+
+/** What a path is (lstat: never followed), or null when nothing is there. */
+function kindAt(p: string): EntryKind | null {
+  try {
+    return entryKind(fs.lstatSync(p));
+  } catch {
+    return null;
+  }
+}
+
+/** Why an agent folder cannot receive, or null when it can: a real folder with a real inbox. */
+function receiveProblem(root: string, id: string): string | null {
+  const p = agentPaths(root, id);
+  const dir = kindAt(p.dir);
+  if (dir === null) return 'its folder is missing';
+  if (dir === 'symbolic link') return 'its folder is a symbolic link (it could point outside the hive)';
+  if (dir !== 'directory') return `agents/${id} is a ${dir}, not a folder`;
+  const inbox = kindAt(p.inbox);
+  if (inbox === null) return 'it has no inbox folder';
+  if (inbox !== 'directory') return `its inbox is a ${inbox}, not a folder`;
+  return null;
+}
+
+/** Why the router cannot read an agent's outbox, or null: a real folder (or none yet) with a real `.sent/`. */
+function sendProblem(root: string, id: string): string | null {
+  const p = agentPaths(root, id);
+  for (const [where, at] of [['outbox', p.outbox], ['outbox/.sent', p.sent]] as const) {
+    const kind = kindAt(at);
+    if (kind !== null && kind !== 'directory') return `its ${where} is a ${kind}, not a folder`;
+  }
+  return null;
+}
+
+/**
+ * Reads who can receive: the agents recorded in registry.json whose folder is a real
+ * folder with a real inbox (lstat: a symlinked folder could point anywhere). A folder
+ * under agents/ that is not a registered agent (a backup, a stray mkdir) is not a
+ * recipient; a message to it is an unknown recipient, dead-lettered with a bounce.
+ * An unreadable registry keeps the `previous` directory (or, with none, the folders
+ * that have an inbox): it must not stop routing.
+ */
+export function readDirectory(root: string, previous: AgentDirectory | null = null): AgentDirectory {
+  const refused = new Map<string, string>();
+  let folders: string[] = [];
+  try {
+    folders = fs.readdirSync(hivePaths(root).agents).filter((n) => isAgentId(n));
+  } catch {
+    folders = [];
+  }
+  let registered: Map<string, { archived: boolean; system: boolean }>;
+  try {
+    const reg = readRegistry(root);
+    registered = new Map(Object.values(reg.agents).map((a) => [a.id, { archived: a.status === 'archived', system: a.origin === 'system' }]));
+  } catch {
+    if (previous) return previous;
+    registered = new Map(folders.map((id) => [id, { archived: false, system: false }]));
+  }
+  const all = new Set<string>();
+  const senders = new Set<string>();
+  for (const id of new Set([...folders, ...registered.keys()])) {
+    if (!isAgentId(id)) continue;
+    if (!registered.has(id)) {
+      refused.set(id, `agents/${id} is not an agent of this hive (not in registry.json)`);
+      continue;
+    }
+    const problem = receiveProblem(root, id);
+    if (problem) {
+      refused.set(id, `agent "${id}" cannot receive: ${problem}`);
+      continue;
+    }
+    all.add(id);
+    const sending = sendProblem(root, id);
+    if (sending) refused.set(id, `agent "${id}" cannot send: ${sending} (its messages wait until it is fixed)`);
+    else senders.add(id);
+  }
+  const excluded = new Set<string>([GOD_ID, SYSTEM_SENDER]);
+  for (const [id, r] of registered) if (r.archived || r.system) excluded.add(id);
+  const broadcastable = new Set([...all].filter((id) => !excluded.has(id)));
+  return { all, senders, broadcastable, refused };
+}
+
+/** The directory is read again at least this often, even when nothing it keys on changed. */
+const DIRECTORY_MAX_AGE_MS = 10_000;
+
+/**
+ * Caches the directory between passes: re-read when the agents folder or registry.json
+ * changed (two stats instead of a listing and a JSON parse per pass), and every
+ * DIRECTORY_MAX_AGE_MS (an inbox replaced inside an agent's folder changes neither).
+ * `onRefused` hears each refused folder once, when it is first seen.
+ */
+export function createDirectoryCache(root: string, onRefused: (id: string, reason: string) => void = () => undefined): () => AgentDirectory {
+  let key = '';
+  let readAt = 0;
+  let cached: AgentDirectory | null = null;
+  const told = new Map<string, string>();
+  const mtime = (f: string) => {
+    try {
+      return fs.statSync(f).mtimeMs;
+    } catch {
+      return -1;
+    }
+  };
+  return () => {
+    const p = hivePaths(root);
+    const now = `${mtime(p.agents)}:${mtime(p.registry)}`;
+    if (!cached || now !== key || Date.now() - readAt > DIRECTORY_MAX_AGE_MS) {
+      cached = readDirectory(root, cached);
+      key = now;
+      readAt = Date.now();
+      for (const [id, reason] of cached.refused) {
+        if (told.get(id) !== reason) onRefused(id, reason);
+        told.set(id, reason);
+      }
+    }
+    return cached;
+  };
+}
