@@ -68,6 +68,11 @@ export interface HostedAgentSpec {
   turnBatch?: number;
   /** Shared with the supervisor: when the running turn started (see src/agent/turn-clock.ts). */
   turnClock?: SharedArrayBuffer;
+  /**
+   * Its last worker was ended for another agent's fault (a pooled host terminated at that
+   * agent's turn deadline): a turn it was in does not count toward poison.
+   */
+  forgiveCrash?: boolean;
 }
 
 export interface ActorInfo {

@@ -251,6 +251,23 @@ describe('hostile brains: deadlines and heap limits', () => {
     await roundTrip(hive, 'still flowing');
   });
 
+  it('a pooled host ended for one agent\'s deadline does not charge its pool mates: their turns are not poisoned', async () => {
+    const gated = { kind: 'module' as const, module: path.join(FIXTURES, 'brains', 'gated.ts') };
+    const hive = await startHive(
+      fastConfig({
+        agents: [echo, client, { id: 'slowpoke', brain: gated, host: 'pool' }, { id: 'spinner', brain: runaway, host: 'pool', turnTimeoutMs: 1_000 }],
+        supervisor: { poisonAfter: 3, restart: { maxRestarts: 10 } },
+      }),
+    );
+    const patient = await hive.send({ from: 'client', to: 'slowpoke', act: 'request', body: 'wait for the gate' });
+    await waitFor(hive, () => hive.status().find((s) => s.id === 'slowpoke')?.state === 'thinking', 'slowpoke is in its turn');
+    const bad = await hive.send({ from: 'client', to: 'spinner', act: 'request', body: 'spin' });
+    await waitFor(hive, () => listDeadLetters(hive.root).some((d) => d.reason?.code === 'E_POISON' && d.name.includes(bad.id)), 'spinner poisoned after 3 deadlines', 30_000);
+    fs.writeFileSync(path.join(agentPaths(hive.root, 'slowpoke').dir, 'gate'), '');
+    await waitFor(hive, () => repliesTo(hive.root, 'client').includes(patient.id), 'slowpoke answers');
+    expect(listDeadLetters(hive.root).filter((d) => d.name.includes(patient.id))).toEqual([]);
+  });
+
   it('a brain whose promise never settles hits the deadline too', async () => {
     const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'hanger', brain: runaway, turnTimeoutMs: 1_000 }], supervisor: { poisonAfter: 1 } }));
     const bad = await hive.send({ from: 'client', to: 'hanger', act: 'request', body: 'hang' });
@@ -548,6 +565,8 @@ describe('hostile disk', () => {
       expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
       expect(events).toEqual([]);
       expect(repliesTo(hive.root, 'client').filter((id) => id === held.id)).toHaveLength(1);
+      // The brain was asked once: waiting out the disk repeats the commit's writes, not the turn.
+      expect(readInbox(hive.root, 'client', 0).entries.find((e) => e.message.in_reply_to === held.id)?.message.body).toBe('passed: held at the gate (call 1)');
       await hive.close();
     } finally {
       execFileSync('umount', ['-l', mount]);

@@ -127,11 +127,15 @@ export class AgentActor {
     }
     this.store = new StateStore(this.o.root, this.id, restored.commit);
     this.inflight = readInflight(this.o.root, this.id);
+    // Ended for a pool mate's fault: the attempt the crash cut short is not this message's.
+    if (this.o.spec.forgiveCrash && this.inflight?.pid === process.pid) this.inflight = { ...this.inflight, attempts: Math.max(0, this.inflight.attempts - 1) };
     if (restored.reemitted > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: restored.reemitted });
     const machine = agentMachine.provide({
       actors: {
         fetchWork: fromPromise(async ({ input }) => this.runStep(() => this.fetchWork(input.cursor, input.timers))),
-        think: fromPromise(async ({ input }) => this.runStep(() => this.think(input.context, input.work))),
+        // Not run through the shortage gate as a whole: a full disk must not ask the brain
+        // again. The turn's own writes are (the invalid-draft dead letters, the session).
+        think: fromPromise(async ({ input }) => this.think(input.context, input.work)),
         commit: fromPromise(async ({ input }) => this.commit(input.next, input.messages)),
         rejectPoison: fromPromise(async ({ input }) => this.rejectPoison(input.next, input.poison)),
       },
@@ -339,16 +343,6 @@ export class AgentActor {
   }
 
   private async think(context: PersistedAgentContext, work: Work): Promise<TurnResult> {
-    // Wall-clock time, as the supervisor's deadline reads it (not the injectable clock).
-    this.turnClock?.start(Date.now());
-    try {
-      return await this.runTurn(context, work);
-    } finally {
-      this.turnClock?.clear();
-    }
-  }
-
-  private async runTurn(context: PersistedAgentContext, work: Work): Promise<TurnResult> {
     this.thinkStart = performance.now();
     const p = agentPaths(this.o.root, this.id);
     let state = context.brainState;
@@ -395,11 +389,13 @@ export class AgentActor {
       }
       handleSpan?.end();
       for (const bad of composed.invalid) {
-        deadLetterData(this.o.root, `draft-from-${this.id}.json`, `${JSON.stringify(bad.draft, null, 2)}\n`, {
-          error: `Brain of "${this.id}" produced an invalid message: ${bad.error}`,
-          code: 'E_BAD_MESSAGE',
-          source: `agents/${this.id} (brain output)`,
-        });
+        await this.runStep(() =>
+          deadLetterData(this.o.root, `draft-from-${this.id}.json`, `${JSON.stringify(bad.draft, null, 2)}\n`, {
+            error: `Brain of "${this.id}" produced an invalid message: ${bad.error}`,
+            code: 'E_BAD_MESSAGE',
+            source: `agents/${this.id} (brain output)`,
+          }),
+        );
       }
       messages.push(...composed.messages);
       if (out.state !== undefined) state = out.state;
@@ -423,19 +419,35 @@ export class AgentActor {
   private async callBrain(turn: BrainTurn): Promise<BrainOutput> {
     const retries = this.o.settings.brainRetries;
     for (let attempt = 0; ; attempt++) {
+      let err: unknown;
       try {
-        return await this.o.brain.handle(turn);
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        const message = errorMessage(err);
-        this.session?.record({ kind: 'error', attempt: attempt + 1, code: code ?? null, message, details: (err as { details?: unknown }).details ?? null });
-        appendEvent(this.o.root, { type: 'brain.failed', agent: this.id, attempt: attempt + 1, code: code ?? null, error: message });
-        // Provider failures (exit codes, timeouts, HTTP errors) are retried in place; any
-        // other throw is a bug in the brain: let it crash.
-        const retryable = code === 'E_BRAIN' || code === 'E_TIMEOUT';
-        if (!retryable || attempt >= retries || this.stopping) throw err;
-        await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
+        return await this.timed(() => this.o.brain.handle(turn));
+      } catch (e) {
+        err = e;
       }
+      const code = (err as { code?: string }).code;
+      const message = errorMessage(err);
+      await this.runStep(() => this.session?.record({ kind: 'error', attempt: attempt + 1, code: code ?? null, message, details: (err as { details?: unknown }).details ?? null }));
+      appendEvent(this.o.root, { type: 'brain.failed', agent: this.id, attempt: attempt + 1, code: code ?? null, error: message });
+      // Provider failures (exit codes, timeouts, HTTP errors) are retried in place; any
+      // other throw is a bug in the brain: let it crash.
+      const retryable = code === 'E_BRAIN' || code === 'E_TIMEOUT';
+      if (!retryable || attempt >= retries || this.stopping) throw err;
+      await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
+    }
+  }
+
+  /**
+   * One brain call under the turn deadline (supervisor.turnTimeoutMs): its start is stamped
+   * in the clock the supervisor reads, in wall-clock time (not the injectable clock), and
+   * cleared the moment it returns, so nothing but the brain itself counts against it.
+   */
+  private async timed<T>(call: () => Promise<T>): Promise<T> {
+    this.turnClock?.start(Date.now());
+    try {
+      return await call();
+    } finally {
+      this.turnClock?.clear();
     }
   }
 

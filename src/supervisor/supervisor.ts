@@ -82,6 +82,8 @@ interface AgentRecord {
   turnClock: TurnClock;
   /** The shortage the actor waits out (`disk full`), or null. */
   paused?: string | null;
+  /** Its worker was just ended for a pool mate's turn deadline (see HostedAgentSpec.forgiveCrash). */
+  forgive?: boolean;
 }
 
 const ROUTER_HOST = 'router';
@@ -504,6 +506,8 @@ export class Supervisor {
   private async hostedSpec(id: string): Promise<HostedAgentSpec> {
     const r = this.agents.get(id)!;
     const spec: HostedAgentSpec = { id, name: r.entry.name, role: r.entry.role, brain: r.brain, turnClock: r.turnClock.buffer };
+    if (r.forgive) spec.forgiveCrash = true;
+    r.forgive = false;
     if (r.brain.kind === 'module') spec.moduleUrl = await moduleBrainUrl(r.brain.module);
     if (r.brain.kind === 'command' || r.brain.kind === 'openai') spec.turnBatch = 1;
     return spec;
@@ -600,6 +604,8 @@ export class Supervisor {
         limitMs: this.turnLimitOf(r),
         kill: (reason) => {
           appendEvent(this.root, { type: 'actor.deadline', agent: r.entry.id, host: r.hostId, error: reason });
+          // Its pool mates die with it through no fault of theirs.
+          for (const id of this.members.get(r.hostId!) ?? []) if (id !== r.entry.id) this.agents.get(id)!.forgive = true;
           void handle.kill(reason);
         },
       };
