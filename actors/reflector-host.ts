@@ -20,6 +20,7 @@ import { isAgentId } from '../src/protocol/agent-id.ts';
 import { appendEvent } from '../src/log/event-log.ts';
 import { ensureProviderSummarizers } from '../src/brains/summarizers.ts';
 import { adoptModesOf } from '../src/fs/modes.ts';
+import { readRegularFile } from '../src/fs/regular-file.ts';
 
 const init = workerData as WorkerInit;
 // What this thread creates in the hive takes the root's sharing (src/fs/modes.ts).
@@ -47,7 +48,7 @@ function oversized(agent: string, force: boolean): boolean {
   const known = verdicts.get(agent);
   if (known?.size === size) return false;
   if (size < memory.condense.minBytes) return false;
-  const text = fs.readFileSync(agentPaths(init.root, agent).memory, 'utf8');
+  const text = readRegularFile(agentPaths(init.root, agent).memory, 'utf8');
   const verdict = needsCondense(Buffer.byteLength(text), countEntries(text), memory.condense);
   verdicts.set(agent, { size, oversized: verdict });
   return verdict;

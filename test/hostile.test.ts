@@ -171,6 +171,20 @@ describe('hostile hive folder: the router', () => {
     await roundTrip(hive, 'after the FIFO in the inbox');
   });
 
+  it('FIFOs in place of Hive\'s own files (an inbox .head, a dead letter\'s reason) are never opened: nothing blocks', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client] }));
+    await roundTrip(hive, 'first');
+    const head = agentPaths(hive.root, 'echo').inboxHead;
+    fs.rmSync(head, { force: true });
+    execFileSync('mkfifo', [head]);
+    const dl = hivePaths(hive.root).deadLetter;
+    fs.writeFileSync(path.join(dl, 'planted.json'), '{}');
+    execFileSync('mkfifo', [path.join(dl, 'planted.json.reason.json')]);
+    expect(listDeadLetters(hive.root).find((d) => d.name === 'planted.json')).toEqual({ name: 'planted.json', reason: null });
+    await roundTrip(hive, 'with a FIFO for .head');
+    expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+  });
+
   it('a FIFO in an outbox is dead-lettered unopened, named as a FIFO; routing never stops', async () => {
     const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'ext', brain: { kind: 'external' } }] }));
     const fifo = path.join(agentPaths(hive.root, 'ext').outbox, 'f.json');

@@ -6,6 +6,7 @@ import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
 import { hiveModes } from '../fs/modes.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 
 /**
  * An agent's committed state: `state.json` (a checkpoint, replaced atomically) plus
@@ -50,7 +51,7 @@ interface WalScan {
 function scanWal(file: string, agentId: string, after: number): WalScan {
   let buf: Buffer;
   try {
-    buf = fs.readFileSync(file);
+    buf = readRegularFile(file);
   } catch {
     return { best: undefined, end: 0 };
   }

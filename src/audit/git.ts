@@ -3,6 +3,7 @@ import path from 'node:path';
 import { runGit, type GitResult } from './git-exec.ts';
 import { currentGitRunner } from './git-runner.ts';
 import { hiveModes } from '../fs/modes.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 
 export type { GitResult } from './git-exec.ts';
 
@@ -100,7 +101,7 @@ export async function ensureRepo(root: string): Promise<boolean> {
   const ignore = path.join(root, '.gitignore');
   let current = '';
   try {
-    current = fs.readFileSync(ignore, 'utf8');
+    current = readRegularFile(ignore, 'utf8');
   } catch {
     current = '';
   }

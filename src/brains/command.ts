@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { HiveError } from '../errors.ts';
@@ -8,6 +7,7 @@ import type { BrainSpec } from '../config/schema.ts';
 import { buildPrompt, type ToolDescription } from './prompt.ts';
 import { parseBrainAnswer } from './reply.ts';
 import type { Brain, BrainOutput, BrainTurn } from './types.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 
 type CommandSpec = Extract<BrainSpec, { kind: 'command' }>;
 
@@ -45,7 +45,7 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
   const inflight = new Set<AbortController>();
   const identity = () => {
     try {
-      return fs.readFileSync(path.join(env.agentDir, 'identity.md'), 'utf8');
+      return readRegularFile(path.join(env.agentDir, 'identity.md'), 'utf8');
     } catch {
       return `# ${env.agentName}`;
     }

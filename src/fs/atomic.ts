@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
-import { readRegularText } from './regular-file.ts';
+import { openRegular, readRegularText } from './regular-file.ts';
 import { hiveModes } from './modes.ts';
 
 /**
@@ -14,8 +14,10 @@ import { hiveModes } from './modes.ts';
  *   4. fsync the directory         (until then a power cut may forget the rename)
  *
  * Readers skip names that start with `.`, so a temp file is never mistaken for data.
- * The calls are synchronous on purpose: inside a worker thread they block only that
+ * Single writes are synchronous on purpose: inside a worker thread they block only that
  * worker and skip libuv's shared 4-thread pool, which every worker would contend for.
+ * Batches (`writeFilesAtomicAsync`, `syncFileAsync`) issue their flushes together on the
+ * pool instead, where the disk serves them faster than one after another.
  */
 
 export const TMP_PREFIX = '.tmp-';
@@ -43,7 +45,9 @@ export async function fsyncDirAsync(dir: string): Promise<void> {
 async function syncPathAsync(target: string, dataOnly: boolean): Promise<void> {
   // Only the flush waits on the disk: open and close run here (microseconds each), so
   // the flush is one trip to the pool instead of three (each trip is two thread switches).
-  const fd = fs.openSync(target, 'r');
+  // A file is flushed only if it is still a regular file (it may have been swapped for a
+  // FIFO since it was read); a folder is opened O_DIRECTORY | O_NONBLOCK: never blocks.
+  const fd = dataOnly ? openRegular(target).fd : openDirectory(target);
   try {
     await syncFdAsync(fd, dataOnly);
   } finally {
@@ -96,9 +100,14 @@ function writerAlive(tempName: string): boolean {
   }
 }
 
+/** Opens a folder to flush it: O_DIRECTORY (anything else fails with ENOTDIR) and O_NONBLOCK. */
+function openDirectory(dir: string): number {
+  return fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NONBLOCK);
+}
+
 /** fsync a directory so that renames and creations inside it are durable. */
 export function fsyncDir(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
+  const fd = openDirectory(dir);
   try {
     syncFd(fd);
   } finally {

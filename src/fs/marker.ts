@@ -22,11 +22,32 @@ export class MarkerFile {
   /** Writes `text` (one line, no newline) padded to the record size. */
   writeText(text: string): void {
     if (text.length >= this.size) throw new Error(`marker ${this.file}: record of ${text.length} bytes exceeds ${this.size}`);
-    if (this.fd === null) this.fd = fs.openSync(this.file, fs.existsSync(this.file) ? 'r+' : 'w+', hiveModes().file);
+    if (this.fd === null) this.fd = this.open();
     const buf = Buffer.alloc(this.size, 0x20);
     buf.write(text, 0, 'utf8');
     buf[this.size - 1] = 0x0a;
     fs.writeSync(this.fd, buf, 0, this.size, 0);
+  }
+
+  /**
+   * Opens the marker, never through a symlink or into a FIFO someone put in its place
+   * (O_NOFOLLOW | O_NONBLOCK, checked with fstat): such a thing is removed and the marker
+   * made anew (a marker holds nothing that is not also elsewhere).
+   */
+  private open(): number {
+    const flags = fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+    let fd: number;
+    try {
+      fd = fs.openSync(this.file, flags, hiveModes().file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ELOOP' && (err as NodeJS.ErrnoException).code !== 'ENXIO') throw err;
+      fs.rmSync(this.file, { force: true });
+      return fs.openSync(this.file, flags, hiveModes().file);
+    }
+    if (fs.fstatSync(fd).isFile()) return fd;
+    fs.closeSync(fd);
+    fs.rmSync(this.file, { recursive: true, force: true });
+    return fs.openSync(this.file, flags, hiveModes().file);
   }
 
   close(): void {

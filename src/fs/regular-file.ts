@@ -62,21 +62,43 @@ export function openRegular(file: string, where = file, kind?: EntryKind): { fd:
   return { fd, stats };
 }
 
+/** Reads the rest of an open file (its size from `stats`). */
+function readAll(fd: number, stats: fs.Stats): Buffer {
+  const buf = Buffer.allocUnsafe(stats.size);
+  let off = 0;
+  while (off < stats.size) {
+    const n = fs.readSync(fd, buf, off, stats.size - off, off);
+    if (n === 0) break;
+    off += n;
+  }
+  return buf.subarray(0, off);
+}
+
 /**
  * Reads a regular file's text with its permission bits (one open, fstat, read, close).
  * @example const { text, mode } = readRegularText('/hive/agents/a/outbox/x.json');
  */
 export function readRegularText(file: string, where = file, kind?: EntryKind): { text: string; mode: number } {
-  const { fd, stats: st } = openRegular(file, where, kind);
+  const { fd, stats } = openRegular(file, where, kind);
   try {
-    const buf = Buffer.allocUnsafe(st.size);
-    let off = 0;
-    while (off < st.size) {
-      const n = fs.readSync(fd, buf, off, st.size - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    return { text: buf.toString('utf8', 0, off), mode: st.mode & 0o7777 };
+    return { text: readAll(fd, stats).toString('utf8'), mode: stats.mode & 0o7777 };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * A regular file's bytes (a FIFO or symlink in its place is `E_NOT_REGULAR`, never opened):
+ * for every file Hive reads back from a hive, which anyone may have replaced.
+ * @example const wal = readRegularFile(agentPaths(root, id).stateWal);
+ */
+export function readRegularFile(file: string): Buffer;
+export function readRegularFile(file: string, encoding: 'utf8'): string;
+export function readRegularFile(file: string, encoding?: 'utf8'): Buffer | string {
+  const { fd, stats } = openRegular(file);
+  try {
+    const data = readAll(fd, stats);
+    return encoding ? data.toString(encoding) : data;
   } finally {
     fs.closeSync(fd);
   }

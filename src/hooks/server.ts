@@ -72,11 +72,12 @@ function validate(root: string, raw: unknown): HookEvent {
     fail('E_HOOK', `Expected hook_event_name to be one of ${HOOK_EVENTS.join(', ')}, got ${JSON.stringify(e.hook_event_name)}`);
   }
   if (!isAgentId(e.agent_id)) fail('E_HOOK', `Expected agent_id to be an agent id, got ${JSON.stringify(e.agent_id)}`);
-  if (!fs.existsSync(agentPaths(root, e.agent_id).dir)) fail('E_UNKNOWN_AGENT', `Unknown agent ${JSON.stringify(e.agent_id)}`);
+  // The token first: a caller without one learns nothing, not even which agents exist.
   if (e.agent_token === undefined) {
     fail('E_HOOK', `The event for agent "${e.agent_id}" has no agent_token: run the hook with ${AGENT_TOKEN_ENV} set (Hive sets it for the agents it starts; \`hive token ${e.agent_id}\` prints it). Nothing was done`);
   }
   if (!isAgentToken(root, e.agent_id, e.agent_token)) fail('E_HOOK', `The agent_token is not the token of agent "${e.agent_id}": refused, nothing was done`);
+  if (!fs.existsSync(agentPaths(root, e.agent_id).dir)) fail('E_UNKNOWN_AGENT', `Unknown agent ${JSON.stringify(e.agent_id)}`);
   const { agent_token: _secret, ...event } = e; // never journaled or logged
   return event as HookEvent;
 }

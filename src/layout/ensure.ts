@@ -7,6 +7,7 @@ import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { updateRegistry, type RegistryEntry } from '../registry/registry.ts';
 import { ensureHiveKey } from '../hooks/agent-token.ts';
 import { hiveModes, makeDir } from '../fs/modes.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 
 export interface AgentSpec {
   id: string;
@@ -53,7 +54,7 @@ function agentFilesToWrite(root: string, spec: AgentSpec): { name: string; role:
   const identity = identityText({ id: spec.id, name, role, brain });
   let current: string | null = null;
   try {
-    current = fs.readFileSync(p.identity, 'utf8');
+    current = readRegularFile(p.identity, 'utf8');
   } catch {
     current = null;
   }

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { hivePaths } from '../layout/paths.ts';
 import { listRotatedLogs } from './files.ts';
 import type { LoggedEvent } from './event-log.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 
 /**
  * Reads the event log across rotations, in order, and optionally follows it. The reader
@@ -88,7 +89,7 @@ function inoOf(file: string): number | null {
 function readWhole(file: string, onLine: (line: string) => void): void {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readRegularFile(file, 'utf8');
   } catch {
     return; // pruned meanwhile
   }

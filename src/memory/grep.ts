@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import { agentPaths, hivePaths } from '../layout/paths.ts';
 import { listDir } from '../fs/atomic.ts';
 import { isAgentId } from '../protocol/agent-id.ts';
@@ -6,6 +5,7 @@ import { documentsOf } from './mine-wing.ts';
 import { excerptOf } from './excerpt.ts';
 import { processTerm, words } from './terms.ts';
 import type { IndexQuery, MemoryMatch } from './search-index.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 
 /**
  * The fallback when nothing was mined yet: plain text search over every memory.md.
@@ -21,7 +21,7 @@ export function grepMemory(root: string, query: string, q: IndexQuery): MemoryMa
   for (const agent of agents) {
     let text: string;
     try {
-      text = fs.readFileSync(agentPaths(root, agent).memory, 'utf8');
+      text = readRegularFile(agentPaths(root, agent).memory, 'utf8');
     } catch {
       continue;
     }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { hiveModes } from '../fs/modes.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 
 /**
  * The per-agent ignore list: `agents/<id>/.mineignore`, gitignore syntax (a subset:
@@ -84,7 +85,7 @@ export function ignoreLines(agentDir: string, extra: string[] = [], create = tru
   const file = path.join(agentDir, IGNORE_FILE);
   let text = '';
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readRegularFile(file, 'utf8');
   } catch {
     if (create) {
       try {

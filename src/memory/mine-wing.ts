@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { agentPaths } from '../layout/paths.ts';
 import { parseMemory, hasContent } from './format.ts';
 import { PALACE_VERSION, writeWing, type MemoryDocument, type Wing } from './palace.ts';
+import { openRegular } from '../fs/regular-file.ts';
 
 /**
  * One agent's wing: read its minable files, hash them, cut them into sections and write
@@ -69,9 +70,8 @@ export function mineWing(task: MineWingTask): MineWingResult {
   for (const name of task.files) {
     const file = path.join(dir, name);
     try {
-      const fd = fs.openSync(file, 'r');
+      const { fd, stats: st } = openRegular(file);
       try {
-        const st = fs.fstatSync(fd);
         const data = fs.readFileSync(fd);
         files[name] = [st.mtimeMs, st.size];
         contents.push({ name, data });

@@ -10,6 +10,7 @@ import { separatorAfter } from './format.ts';
 import type { MemoryJobs } from './jobs.ts';
 import type { Summarizer, SummarizerSpec } from './summarizer.ts';
 import { makeDir } from '../fs/modes.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 
 /**
  * The reflector's disk work: condense one agent's memory.md without ever losing it.
@@ -91,7 +92,7 @@ export async function condenseAgentMemory(root: string, agent: string, options: 
   const now = options.now?.() ?? new Date();
   const snapshot = await withFileLock(file, () => {
     try {
-      return fs.readFileSync(file);
+      return readRegularFile(file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
@@ -110,7 +111,7 @@ export async function condenseAgentMemory(root: string, agent: string, options: 
   const problems = verifyCondensed(text, condensed, options.settings.keepRecent);
   if (problems.length > 0) return abort(root, agent, `verification failed: ${problems.join('; ')}`, backupFile);
   const swapped = await withFileLock(file, async () => {
-    const current = fs.readFileSync(file);
+    const current = readRegularFile(file);
     if (current.length < snapshot.length || !current.subarray(0, snapshot.length).equals(snapshot)) {
       return null;
     }

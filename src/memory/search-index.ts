@@ -6,6 +6,7 @@ import { topK } from './top-k.ts';
 import { excerptOf } from './excerpt.ts';
 import { PALACE_VERSION, palacePaths, readManifest, readWing, type MemoryDocument, type PalaceManifest } from './palace.ts';
 import type { SnapshotFile } from './snapshot.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 
 /** One search hit, whatever answered it. */
 export interface MemoryMatch {
@@ -85,7 +86,7 @@ export class PalaceIndex {
     this.loaded.clear();
     this.index = null;
     try {
-      const snap = JSON.parse(fs.readFileSync(file, 'utf8')) as SnapshotFile;
+      const snap = JSON.parse(readRegularFile(file, 'utf8')) as SnapshotFile;
       if (snap.version === PALACE_VERSION) {
         this.index = MiniSearch.loadJS<MemoryDocument>(snap.index as never, INDEX_OPTIONS);
         for (const [agent, w] of Object.entries(snap.wings)) this.loaded.set(agent, w);

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { hivePaths } from '../layout/paths.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 
 /** Unix socket paths are limited to ~107 bytes; deeper hive roots get a short path in tmp. */
 const MAX_SOCKET_PATH = 100;
@@ -28,7 +29,7 @@ export function publishSocketPath(root: string, name: string, actual: string): v
 /** The socket path a client should connect to. */
 export function resolveSocketPath(root: string, name: string): string {
   try {
-    return fs.readFileSync(path.join(hivePaths(root).root, `${name}.path`), 'utf8').trim();
+    return readRegularFile(path.join(hivePaths(root).root, `${name}.path`), 'utf8').trim();
   } catch {
     return socketPathFor(root, name);
   }

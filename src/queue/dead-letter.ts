@@ -6,6 +6,7 @@ import { fsyncDir, writeFileAtomic } from '../fs/atomic.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { makeDir } from '../fs/modes.ts';
 import { crashPoint } from '../testing/crash-point.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 
 /**
  * The dead-letter folder: `dead-letter/<stamp>-<name>` plus `<stamp>-<name>.reason.json`
@@ -111,7 +112,7 @@ export function listDeadLetters(root: string): DeadLetterEntry[] {
     .map((name) => {
       let reason: DeadLetterEntry['reason'] = null;
       try {
-        reason = JSON.parse(fs.readFileSync(path.join(dir, `${name}.reason.json`), 'utf8'));
+        reason = JSON.parse(readRegularFile(path.join(dir, `${name}.reason.json`), 'utf8'));
       } catch {
         reason = null;
       }

@@ -11,7 +11,7 @@ import { readCursor } from './cursor.ts';
 import { DEFAULT_DONE_CAP, inboxFileName, parseInboxName } from './inbox.ts';
 import { lockWithOwner } from '../lock/owner.ts';
 import { MarkerFile } from '../fs/marker.ts';
-import { isRealDirectory } from '../fs/regular-file.ts';
+import { isRealDirectory, readRegularFile } from '../fs/regular-file.ts';
 import { hiveModes } from '../fs/modes.ts';
 import { lockFs } from '../lock/lock-fs.ts';
 import { crashPoint } from '../testing/crash-point.ts';
@@ -63,7 +63,7 @@ const heads = new Map<string, MarkerFile>();
 
 function readHead(p: AgentPaths): string | null {
   try {
-    return fs.readFileSync(p.inboxHead, 'utf8').trim();
+    return readRegularFile(p.inboxHead, 'utf8').trim();
   } catch {
     return null;
   }

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { tempNameFor } from '../fs/atomic.ts';
 import { appendLines } from '../fs/append-lines.ts';
 import { hiveModes } from '../fs/modes.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 
 /**
  * An append-only JSON-lines journal whose line cap is enforced on write: it never holds
@@ -48,7 +49,7 @@ export class JsonlJournal<T> {
     for (let attempt = 0; attempt < 5; attempt++) {
       let bytes: Buffer;
       try {
-        bytes = fs.readFileSync(this.file);
+        bytes = readRegularFile(this.file);
       } catch {
         return 0;
       }
@@ -103,7 +104,7 @@ function parseLines<T>(text: string): T[] {
 export function readJsonl<T>(file: string): T[] {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readRegularFile(file, 'utf8');
   } catch {
     return [];
   }
