@@ -223,10 +223,11 @@ describe('worker flags', () => {
     expect(workerResourceLimits(['--max-old-space-size=lots'])).toEqual({});
   });
 
-  it('a worker\'s heap limit: the config, else the parent\'s flag, else 512 MB', () => {
-    expect(workerHeapLimitMb(96, ['--max-old-space-size=300'])).toBe(96);
-    expect(workerHeapLimitMb(undefined, ['--max-old-space-size=300'])).toBe(300);
-    expect(workerHeapLimitMb(undefined, [])).toBe(DEFAULT_WORKER_HEAP_MB);
+  it('an agent host\'s heap limit: the config, else the parent\'s flag, else 512 MB, per agent it carries', () => {
+    expect(workerHeapLimitMb(96, 1, ['--max-old-space-size=300'])).toBe(96);
+    expect(workerHeapLimitMb(undefined, 1, ['--max-old-space-size=300'])).toBe(300);
+    expect(workerHeapLimitMb(undefined, 1, [])).toBe(DEFAULT_WORKER_HEAP_MB);
+    expect(workerHeapLimitMb(undefined, 100, [])).toBe(100 * DEFAULT_WORKER_HEAP_MB);
     expect(DEFAULT_WORKER_HEAP_MB).toBe(512);
   });
 

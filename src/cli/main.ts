@@ -1,6 +1,7 @@
 import { HiveError, errorMessage, isHiveError } from '../errors.ts';
 import { parseCommandArgs, type Command } from './args.ts';
 import { processIO, type CliIO } from './io.ts';
+import { terminalText } from './terminal.ts';
 /**
  * Commands load on demand: `hive hook` and `hive send` must start fast, and most
  * commands do not need the supervisor, XState or esbuild.
@@ -76,7 +77,7 @@ export async function runCli(argv: string[], io: CliIO = processIO()): Promise<n
     return await command.run(args, io);
   } catch (err) {
     const code = isHiveError(err) ? ` [${(err as HiveError).code}]` : '';
-    io.err(`${errorMessage(err)}${code}\n`);
+    io.err(`${terminalText(errorMessage(err))}${code}\n`); // messages quote names found in the hive
     return exitCodeOf(err);
   }
 }

@@ -171,7 +171,10 @@ export const HiveConfigSchema = z
          * as a crash (restart, then poison). Per agent: `agents[].turnTimeoutMs`.
          */
         turnTimeoutMs: positiveInt.default(600_000),
-        /** Old-space heap limit of each worker thread in MB (default: the parent's --max-old-space-size, else 512). */
+        /**
+         * Old-space heap an agent's worker may use, in MB (default: the parent's
+         * --max-old-space-size, else 512); a pooled host gets it once per agent it carries.
+         */
         workerHeapMb: z.number().int().min(16).optional(),
       })
       .strict()

@@ -72,8 +72,7 @@ export class MemoryActors {
     const reports = this.reports(kind);
     return new HostChild<Api>(kind, this.policy, {
       start: async () => {
-        const heapMb = this.config.supervisor.workerHeapMb;
-        const handle = await WorkerHandle.start<Api>(entry, { hostId: kind, root: this.config.root, memorySettings: this.settings }, (e) => this.onEvent(e), heapMb ? { heapMb } : {});
+        const handle = await WorkerHandle.start<Api>(entry, { hostId: kind, root: this.config.root, memorySettings: this.settings }, (e) => this.onEvent(e));
         try {
           const port = exposeJobs(this.jobs!);
           await handle.call(async (api) => (api as unknown as Comlink.Remote<MemoryHostApi>).attachJobs(Comlink.transfer(port, [port])));

@@ -22,7 +22,7 @@ import { committedCursor } from '../queue/committed-cursor.ts';
 import { godNotice } from '../agent/compose.ts';
 import { readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
 import { HostChild } from './host-child.ts';
-import { WorkerHandle, type WorkerStartOptions } from './worker-handle.ts';
+import { WorkerHandle, workerHeapLimitMb } from './worker-handle.ts';
 import { TurnWatchdog, watchdogInterval, type WatchedTurn } from './turn-watchdog.ts';
 import { TurnClock } from '../agent/turn-clock.ts';
 import { hiveModes, useGroupModes } from '../fs/modes.ts';
@@ -524,7 +524,7 @@ export class Supervisor {
           'agent-host',
           { hostId, root: this.root, agentSettings: this.agentSettings(), ...(telemetry ? { telemetry } : {}), ...this.testingInit() },
           (e) => this.onWorkerEvent(e),
-          this.workerOptions(),
+          { heapMb: workerHeapLimitMb(this.config.supervisor.workerHeapMb, (this.members.get(hostId) ?? []).length) },
         );
         // Watched from here: a brain can run away while its actor is still being started.
         this.workers.set(hostId, handle);
@@ -578,19 +578,12 @@ export class Supervisor {
         ...this.testingInit(),
       },
       (e) => this.onWorkerEvent(e),
-      this.workerOptions(),
     );
   }
 
   /** What a worker's init carries for a test (a crash point to stop at). */
   private testingInit(): Pick<WorkerInit, 'crashAt'> {
     return this.testing.crashAt ? { crashAt: this.testing.crashAt } : {};
-  }
-
-  /** How every worker of this hive is started (its heap limit). */
-  private workerOptions(): WorkerStartOptions {
-    const heapMb = this.config.supervisor.workerHeapMb;
-    return heapMb ? { heapMb } : {};
   }
 
   /** The running turns the deadline watches: agents whose worker thread is alive. */
@@ -642,6 +635,7 @@ export class Supervisor {
       },
       onCrashed: (info) => this.onHostCrashed(ROUTER_HOST, info),
       onRestarted: (info) => {
+        this.routerPaused = null; // a new thread: nothing waits yet
         appendEvent(this.root, { type: 'actor.restarted', host: ROUTER_HOST, restarts: info.restarts, thread: info.threadId });
         this.observer?.restarted(ROUTER_HOST);
         this.events.emit('restarted', { host: ROUTER_HOST, agents: [], restarts: info.restarts, threadId: info.threadId });

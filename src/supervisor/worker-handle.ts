@@ -67,22 +67,24 @@ export function workerResourceLimits(argv: readonly string[] = process.execArgv)
   return {};
 }
 
-/** A worker's old-space heap limit when neither the config nor the parent's flag sets one. */
+/** The old-space heap an agent gets in its worker when neither the config nor the parent's flag sets one. */
 export const DEFAULT_WORKER_HEAP_MB = 512;
 
 /**
- * The heap limit of a worker, in MB: the config's `supervisor.workerHeapMb`, else the
- * parent's `--max-old-space-size`, else DEFAULT_WORKER_HEAP_MB. A brain that allocates
- * without end then ends its own worker (ERR_WORKER_OUT_OF_MEMORY, a crash like any other)
- * instead of taking the machine.
+ * The heap limit of an agent host's thread, in MB: `perAgentMb` (the config's
+ * `supervisor.workerHeapMb`), else the parent's `--max-old-space-size`, else
+ * DEFAULT_WORKER_HEAP_MB, times the agents it carries (a pooled host of 100 agents is
+ * not held to one agent's share). A brain that allocates without end then ends its own
+ * worker (ERR_WORKER_OUT_OF_MEMORY, a crash like any other) instead of taking the machine.
+ * The router and the memory workers have no such limit beyond the parent's flag.
  */
-export function workerHeapLimitMb(configured?: number, argv: readonly string[] = process.execArgv): number {
-  return configured ?? workerResourceLimits(argv).maxOldGenerationSizeMb ?? DEFAULT_WORKER_HEAP_MB;
+export function workerHeapLimitMb(perAgentMb?: number, agents = 1, argv: readonly string[] = process.execArgv): number {
+  return (perAgentMb ?? workerResourceLimits(argv).maxOldGenerationSizeMb ?? DEFAULT_WORKER_HEAP_MB) * Math.max(1, agents);
 }
 
 export interface WorkerStartOptions {
   readyTimeoutMs?: number;
-  /** Old-space heap limit of the thread (see workerHeapLimitMb). */
+  /** Old-space heap limit of the thread (see workerHeapLimitMb); none: the parent's flag, if any. */
   heapMb?: number;
 }
 
@@ -133,7 +135,7 @@ export class WorkerHandle<Api> {
       workerData: { ...init, kind, events: channel.port2 } satisfies WorkerInit,
       transferList: init.telemetry?.relay ? [channel.port2, init.telemetry.relay] : [channel.port2],
       execArgv: workerExecArgv(),
-      resourceLimits: { maxOldGenerationSizeMb: workerHeapLimitMb(options.heapMb) },
+      resourceLimits: options.heapMb ? { maxOldGenerationSizeMb: options.heapMb } : workerResourceLimits(),
     });
     let handle: WorkerHandle<Api> | null = null;
     let firstError: Error | null = null;

@@ -1,6 +1,7 @@
 import { requireHive } from '../../layout/ensure.ts';
 import { auditHistory } from '../../audit/history.ts';
 import { JSON_OPTION, ROOT_OPTION, int, rootOf, type Command } from '../args.ts';
+import { terminalLine } from '../terminal.ts';
 
 export const auditCommand: Command = {
   name: 'audit',
@@ -17,8 +18,8 @@ export const auditCommand: Command = {
     }
     if (entries.length === 0) io.out(`${root}: no audit commits yet (they start when the hive runs)\n`);
     for (const e of entries) {
-      io.out(`${e.commit.slice(0, 10)}  ${e.at}  ${e.subject}\n`);
-      for (const f of e.files) io.out(`    ${f.status}  ${f.path}\n`);
+      io.out(`${e.commit.slice(0, 10)}  ${e.at}  ${terminalLine(e.subject)}\n`);
+      for (const f of e.files) io.out(`    ${f.status}  ${terminalLine(f.path)}\n`);
     }
     return 0;
   },

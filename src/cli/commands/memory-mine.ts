@@ -5,6 +5,7 @@ import { createPoolJobs } from '../../memory/pool.ts';
 import { condenseSettingsOf, mineSettingsOf, resolveSummarizer } from '../../memory/settings.ts';
 import { JSON_OPTION, ROOT_OPTION, type Command, agentArg } from '../args.ts';
 import { memorySetup } from './memory-args.ts';
+import { terminalLine } from '../terminal.ts';
 
 const CONFIG_OPTION = { config: { type: 'string' } } as const;
 
@@ -47,7 +48,7 @@ export const memoryCondenseCommand: Command = {
       if (args.values.json) io.out(`${JSON.stringify(r, null, 2)}\n`);
       else if (r.status === 'condensed') {
         io.out(`condensed agents/${agent}/memory.md: ${r.before} → ${r.after} bytes (${r.condensed} entries condensed by ${r.summarizer}${r.fallback ? `, fell back: ${r.fallback}` : ''}); backup ${r.backup}\n`);
-      } else io.out(`${r.status}: ${r.reason}\n`);
+      } else io.out(`${r.status}: ${terminalLine(r.reason)}\n`);
       return r.status === 'aborted' ? 1 : 0;
     } finally {
       await jobs.close();

@@ -2,6 +2,7 @@ import { searchMemory } from '../../memory/search.ts';
 import { memoryStatus } from '../../memory/status.ts';
 import { JSON_OPTION, ROOT_OPTION, badArgs, int, str, type Command, agentArg } from '../args.ts';
 import { memoryRoot } from './memory-args.ts';
+import { terminalLine } from '../terminal.ts';
 
 export const memorySearchCommand: Command = {
   name: 'memory search',
@@ -23,7 +24,7 @@ export const memorySearchCommand: Command = {
     }
     io.out(`source: ${r.source}${r.matches.length === 0 ? ' (no matches)' : ''}\n`);
     r.matches.forEach((m, i) => {
-      io.out(`${String(i + 1).padStart(2)}. ${m.agent} · ${m.heading}  (score ${m.score})\n    ${m.excerpt}\n`);
+      io.out(`${String(i + 1).padStart(2)}. ${m.agent} · ${terminalLine(m.heading)}  (score ${m.score})\n    ${terminalLine(m.excerpt)}\n`);
     });
     return 0;
   },

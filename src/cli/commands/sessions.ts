@@ -6,6 +6,7 @@ import { isHiveError } from '../../errors.ts';
 import { requireAgent, requireHive } from '../../layout/ensure.ts';
 import { JSON_OPTION, ROOT_OPTION, agentArg, badArgs, rootOf, str, type Command, type ParsedArgs } from '../args.ts';
 import type { CliIO } from '../io.ts';
+import { terminalLine } from '../terminal.ts';
 
 /** Runs through the running supervisor (agent paused meanwhile), or directly when none runs. */
 async function viaHive(root: string, request: Parameters<typeof controlRequest>[1], local: () => Promise<unknown>): Promise<unknown> {
@@ -80,9 +81,9 @@ export const sessionsCommand: Command = {
       return 0;
     }
     io.out(`${archived.length} archived conversation(s)\n`);
-    for (const s of archived) io.out(`  ${s.key}  ${s.agent}  ${s.closed_at}  ${s.turns} turns  ${s.title}\n`);
+    for (const s of archived) io.out(`  ${terminalLine(s.key)}  ${s.agent}  ${terminalLine(String(s.closed_at))}  ${s.turns} turns  ${terminalLine(String(s.title))}\n`);
     io.out(`${snapshots.length} snapshot(s)\n`);
-    for (const s of snapshots) io.out(`  ${s.name}  from ${s.agent}  ${s.created_at}  (${s.method})\n`);
+    for (const s of snapshots) io.out(`  ${terminalLine(s.name)}  from ${terminalLine(s.agent)}  ${terminalLine(String(s.created_at))}  (${terminalLine(String(s.method))})\n`);
     return 0;
   },
 };

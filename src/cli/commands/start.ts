@@ -39,9 +39,9 @@ export const startCommand: Command = {
       hive.on('dead-lettered', (d) => emit('dead-lettered', d));
     } else if (!quiet) {
       hive.on('delivered', (d) => io.out(formatDelivery(d)));
-      hive.on('crashed', (c) => io.err(`${clock()}  crashed: ${c.host} (${c.error}); restarting in ${c.delayMs} ms\n`));
-      hive.on('failed', (f) => io.err(`${clock()}  FAILED: ${f.host} after ${f.restarts} restarts (${f.error}); god was told\n`));
-      hive.on('dead-lettered', (d) => io.err(`${clock()}  dead-letter: ${d.source}: ${d.error}\n`));
+      hive.on('crashed', (c) => io.err(`${clock()}  crashed: ${c.host} (${terminalLine(c.error)}); restarting in ${c.delayMs} ms\n`));
+      hive.on('failed', (f) => io.err(`${clock()}  FAILED: ${f.host} after ${f.restarts} restarts (${terminalLine(f.error)}); god is sent a notice\n`));
+      hive.on('dead-lettered', (d) => io.err(`${clock()}  dead-letter: ${terminalLine(d.source)}: ${terminalLine(d.error)}\n`));
     }
     await hive.start();
     let inspector: Inspector | null = null;
