@@ -19,7 +19,7 @@ import { createDirectoryCache } from '../src/router/directory.ts';
 import { hivePaths } from '../src/layout/paths.ts';
 import { releaseInboxLocks } from '../src/queue/inbox-deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
-import { SHORTAGE_BACKOFF, describeShortage } from '../src/fs/shortage.ts';
+import { describeShortage, shortageDelay } from '../src/fs/shortage.ts';
 import { errorMessage } from '../src/errors.ts';
 import { startWorkerTelemetry } from '../src/telemetry/worker.ts';
 import { endWithError, startDeliver, startRoute } from '../src/telemetry/spans.ts';
@@ -151,7 +151,7 @@ function waitOutShortage(error: unknown, senders: Set<string> | undefined): void
     emit({ type: 'actor.paused', agent: 'router', reason, error: errorMessage(error) });
     appendEvent(init.root, { type: 'actor.paused', agent: 'router', reason, error: errorMessage(error) });
   }
-  const delay = Math.min(SHORTAGE_BACKOFF.maxMs, SHORTAGE_BACKOFF.initialMs * 2 ** Math.min(shortage.attempt++, 20));
+  const delay = shortageDelay(shortage.attempt++);
   setTimeout(() => outboxChanged(senders ? [...senders] : undefined), delay).unref();
 }
 

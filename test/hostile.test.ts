@@ -3,7 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
+import { fastConfig, nextEvent, startHive, waitFor } from './helpers/hive.ts';
 import { tempDir, tempRoot } from './helpers/temp.ts';
 import { runCli } from '../src/cli/main.ts';
 import { memoryIO } from '../src/cli/io.ts';
@@ -16,6 +16,7 @@ import { bigMemory } from './helpers/memory.ts';
 import { condenseAgentMemory } from '../src/memory/reflect.ts';
 import { assemble, planCondense, verifyCondensed } from '../src/memory/condense.ts';
 import { FIXTURES } from './helpers/fixture.ts';
+import { mountProblem } from './helpers/mount.ts';
 import { readInbox } from '../src/queue/inbox.ts';
 import { agentPaths, hivePaths } from '../src/layout/paths.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
@@ -482,20 +483,6 @@ describe('hostile hook callers', () => {
   });
 });
 
-/** Why a small tmpfs cannot be mounted here (null when it can): the disk-full test needs one. */
-function mountProblem(): string | null {
-  if (process.platform !== 'linux') return 'not Linux';
-  if (process.getuid?.() !== 0) return 'not root (mounting a tmpfs needs root; CI runs as root)';
-  const probe = tempDir('hive-mount-probe-');
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe], { stdio: 'pipe' });
-    execFileSync('umount', [probe], { stdio: 'pipe' });
-    return null;
-  } catch (err) {
-    return `mount -t tmpfs failed: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}`;
-  }
-}
-
 const noMount = mountProblem();
 
 /** Fills the file system holding `dir` until a write fails with ENOSPC; returns the filler's path. */
@@ -553,9 +540,11 @@ describe('hostile disk', () => {
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mount]);
     try {
       const gated = { kind: 'module' as const, module: path.join(FIXTURES, 'brains', 'gated.ts') };
-      const hive = await startHive(fastConfig({ root: path.join(mount, 'hive'), agents: [echo, client, { id: 'g', brain: gated }] }));
+      const hive = await startHive(
+        fastConfig({ root: path.join(mount, 'hive'), agents: [echo, client, { id: 'g', brain: gated }, { id: 'fragile', brain: { kind: 'echo' } }], supervisor: { restart: { maxRestarts: 1 } } }),
+      );
       const events: string[] = [];
-      for (const name of ['crashed', 'failed', 'restarted'] as const) hive.on(name, (e) => events.push(`${name}:${JSON.stringify(e)}`));
+      for (const name of ['crashed', 'failed', 'restarted'] as const) hive.on(name, (e) => e.agents.includes('fragile') || events.push(`${name}:${JSON.stringify(e)}`));
       const paused = new Set<string>();
       hive.on('paused', (e) => paused.add(`${e.actor}:${e.reason}`));
       await roundTrip(hive, 'before the disk fills');
@@ -570,11 +559,19 @@ describe('hostile disk', () => {
       await waitFor(hive, () => hive.status().find((s) => s.id === 'g')?.status === 'paused: disk full', 'g paused: disk full', 20_000);
       await waitFor(hive, () => routerRow(hive).status === 'paused: disk full', 'router paused: disk full', 20_000);
       expect([...paused]).toEqual(expect.arrayContaining(['g:disk full', 'router:disk full']));
+      // An agent that fails while the disk is full: god's notice waits for room.
+      const failed = nextEvent(hive, 'failed', (e) => e.agents.includes('fragile'));
+      await hive.supervisor.crashHostOf('fragile');
+      await waitFor(hive, () => hive.status().find((s) => s.id === 'fragile')?.status === 'running', 'fragile restarted');
+      await hive.supervisor.crashHostOf('fragile');
+      await failed;
+      expect(readInbox(hive.root, 'god', 0).entries.some((e) => e.message.subject === 'agent(s) fragile failed')).toBe(false);
       fs.rmSync(filler);
       fs.rmSync(`${filler}-2`);
       await waitFor(hive, () => repliesTo(hive.root, 'client').includes(held.id), 'the held turn is answered once the disk has room', 20_000);
       await waitFor(hive, () => repliesTo(hive.root, 'client').includes('by-hand-full'), 'the hand-written message is answered', 20_000);
       await roundTrip(hive, 'after the disk had room again');
+      await waitFor(hive, () => readInbox(hive.root, 'god', 0).entries.some((e) => e.message.subject === 'agent(s) fragile failed'), 'god told once there is room');
       expect(hive.status().find((s) => s.id === 'g')).toMatchObject({ status: 'running', restarts: 0 });
       expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
       expect(events).toEqual([]);

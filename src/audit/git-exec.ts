@@ -1,6 +1,6 @@
-import fs from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
 import { execa } from 'execa';
+import { sharedWithGroup } from '../fs/modes.ts';
 
 /**
  * Git for the audit trail, through execa. The environment is cleaned of variables that
@@ -14,15 +14,6 @@ function gitEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', LC_ALL: 'C' };
   for (const k of FOREIGN) delete env[k];
   return env;
-}
-
-/** Owner-only (077), or group-readable (027) when the hive root is shared with its group. */
-function umaskFor(root: string): number {
-  try {
-    return (fs.statSync(root).mode & 0o070) !== 0 ? 0o027 : 0o077;
-  } catch {
-    return 0o077;
-  }
 }
 
 export interface GitResult {
@@ -40,7 +31,7 @@ export async function runGit(root: string, args: string[], options: { input?: st
   // git creates some files with the umask whatever core.sharedRepository says
   // (COMMIT_EDITMSG): it starts under the hive's own (src/fs/modes.ts). A child takes the
   // umask when it is spawned, which execa does before it returns the promise.
-  const previous = isMainThread ? process.umask(umaskFor(root)) : null;
+  const previous = isMainThread ? process.umask(sharedWithGroup(root) ? 0o027 : 0o077) : null;
   let child;
   try {
     child = execa('git', args, {

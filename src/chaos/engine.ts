@@ -78,22 +78,33 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const work = options.root ?? fs.mkdtempSync(path.join(os.tmpdir(), 'hive-chaos-'));
   const skipped: Partial<Record<FaultKind, string>> = {};
   let kinds: readonly FaultKind[] = options.faults ?? FAULT_KINDS;
-  // A full disk is made by filling a file system of the hive's own: a tmpfs mounted on the
-  // work folder (root only). Where that cannot be done, the fault is left out and says why.
-  let mounted = false;
+  // A full disk is made by filling a file system of the hive's own: a tmpfs mounted on
+  // <work>/disk (root only), where the run happens; the hive is copied out to <work>/hive
+  // afterwards, so `--keep` keeps it. Where mounting is impossible, the fault is left out
+  // and the report says why.
+  let home = work;
   if (kinds.includes('disk-full')) {
-    const problem = mountScratch(work);
-    if (problem === null) mounted = true;
+    const scratch = path.join(work, 'disk');
+    fs.mkdirSync(scratch, { recursive: true });
+    const problem = mountScratch(scratch);
+    if (problem === null) home = scratch;
     else {
+      fs.rmdirSync(scratch);
       skipped['disk-full'] = problem;
       kinds = kinds.filter((k) => k !== 'disk-full');
       log(`chaos: disk-full left out: ${problem}`);
     }
   }
   try {
-    return await runChaosIn(work, kinds, skipped, options, rng, log);
+    const report = await runChaosIn(home, kinds, skipped, options, rng, log);
+    return home === work ? report : { ...report, root: path.join(work, 'hive') };
   } finally {
-    if (mounted) unmountScratch(work);
+    if (home !== work) {
+      // cp -a keeps what plain copies refuse: the FIFOs and symlinks the faults planted.
+      spawnSync('cp', ['-a', path.join(home, 'hive'), path.join(work, 'hive')]);
+      unmountScratch(home);
+      fs.rmSync(home, { recursive: true, force: true });
+    }
   }
 }
 

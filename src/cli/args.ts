@@ -60,7 +60,6 @@ export function int(args: ParsedArgs, name: string, command: Command, fallback: 
   return n;
 }
 
-/** The hive root: --root, then $HIVE_ROOT, then ./.hive. */
 /**
  * The hive root a command works on (`--root`, `$HIVE_ROOT`, `./.hive`). What the command
  * creates there takes the root's sharing (owner-only, or group-readable: src/fs/modes.ts).

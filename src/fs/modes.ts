@@ -9,7 +9,9 @@ import fs from 'node:fs';
  * Hive runs in, which may be someone else's program.
  *
  * The supervisor sets the hive root's own mode from the config; every other Hive process
- * (workers, `hive send`...) takes the sharing from the root's mode (`adoptModesOf`).
+ * (workers, `hive send`...) takes the sharing from the root's mode (`adoptModesOf`). The
+ * setting is per process (per thread, in workers): two hives in one process with different
+ * `permissions` would share the last one set.
  */
 
 export interface HiveModes {
@@ -34,13 +36,30 @@ export function useGroupModes(group: boolean): void {
   current = group ? GROUP_READ : OWNER_ONLY;
 }
 
-/** Takes the sharing from an existing hive root: a root its group may enter is shared. */
-export function adoptModesOf(root: string): void {
+/** True when a hive root is shared with its group: its group may enter it. A missing root is not. */
+export function sharedWithGroup(root: string): boolean {
   try {
-    useGroupModes((fs.statSync(root).mode & 0o070) !== 0);
+    return (fs.statSync(root).mode & 0o070) !== 0;
   } catch {
-    useGroupModes(false); // not there yet: it will be made owner-only
+    return false; // not there yet: it will be made owner-only
   }
+}
+
+/** Takes the sharing from an existing hive root (see sharedWithGroup). */
+export function adoptModesOf(root: string): void {
+  useGroupModes(sharedWithGroup(root));
+}
+
+/**
+ * Gives the hive root the mode this process uses (0700, or 0750 shared with the group): a
+ * root made by an older version, or by hand, with 0755 would let every user of the machine
+ * read the conversations. Returns the mode it had when it was changed, else null.
+ */
+export function secureHiveRoot(root: string): number | null {
+  const have = fs.statSync(root).mode & 0o777;
+  if (have === current.dir) return null;
+  fs.chmodSync(root, current.dir);
+  return have;
 }
 
 /** `mkdir -p` with the hive's folder mode. */

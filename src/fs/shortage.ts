@@ -7,33 +7,31 @@
  */
 const TRANSIENT = new Set(['ENOSPC', 'EDQUOT', 'EMFILE', 'ENFILE', 'ENOMEM']);
 
-/** True for ENOSPC, EDQUOT, EMFILE, ENFILE and ENOMEM (also when wrapped as a `cause`). */
-export function isTransientResourceError(err: unknown): boolean {
+/** The first transient code on `err` or the errors it wraps (`cause`), or null. */
+function shortageCode(err: unknown): string | null {
   for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && TRANSIENT.has(code)) return true;
+    if (typeof code === 'string' && TRANSIENT.has(code)) return code;
   }
-  return false;
+  return null;
 }
+
+/** True for ENOSPC, EDQUOT, EMFILE, ENFILE and ENOMEM (also when wrapped as a `cause`). */
+export function isTransientResourceError(err: unknown): boolean {
+  return shortageCode(err) !== null;
+}
+
+const SHORTAGE_WORDS: Record<string, string> = {
+  ENOSPC: 'disk full',
+  EDQUOT: 'disk quota exceeded',
+  EMFILE: 'too many open files',
+  ENFILE: 'too many open files',
+  ENOMEM: 'out of memory',
+};
 
 /** What a paused actor's status says about the resource it waits for. */
 export function describeShortage(err: unknown): string {
-  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    switch ((e as { code?: unknown }).code) {
-      case 'ENOSPC':
-        return 'disk full';
-      case 'EDQUOT':
-        return 'disk quota exceeded';
-      case 'EMFILE':
-      case 'ENFILE':
-        return 'too many open files';
-      case 'ENOMEM':
-        return 'out of memory';
-      default:
-        break;
-    }
-  }
-  return 'a resource is short';
+  return SHORTAGE_WORDS[shortageCode(err) ?? ''] ?? 'a resource is short';
 }
 
 export interface ShortageHooks {
@@ -45,6 +43,11 @@ export interface ShortageHooks {
 
 /** Waits between tries: doubling from `initialMs` up to `maxMs`. */
 export const SHORTAGE_BACKOFF = { initialMs: 100, maxMs: 2_000 };
+
+/** The wait before try `attempt + 1` (0-based) of a step that met a shortage. */
+export function shortageDelay(attempt: number, backoff = SHORTAGE_BACKOFF): number {
+  return Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(attempt, 20));
+}
 
 const sleep = (ms: number) =>
   new Promise<void>((resolve) => {
@@ -90,7 +93,7 @@ export class ShortageGate {
           this.reason = reason;
           this.hooks.onPause(reason, err);
         }
-        await this.wait(Math.min(this.backoff.maxMs, this.backoff.initialMs * 2 ** Math.min(attempt, 20)));
+        await this.wait(shortageDelay(attempt, this.backoff));
       }
     }
   }

@@ -48,7 +48,8 @@ export async function acquireHiveLock(root: string, options: HiveLockOptions = {
         p.lock,
         p.lockOwner,
         () =>
-          lockfile.lock(p.root, { fs: lockFs,
+          lockfile.lock(p.root, {
+            fs: lockFs,
             lockfilePath: p.lock,
             stale: Math.max(2_000, options.stale ?? 5_000),
             retries: 0,

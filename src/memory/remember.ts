@@ -75,15 +75,6 @@ function dayOf(date: Date | string | undefined): string {
 }
 
 /**
- * Appends an entry to `agents/<agent>/memory.md`, durably (fsync before it returns),
- * under the file's lock, so a reflector swapping in a condensed version either sees the
- * entry in the file it re-reads or has not taken the lock yet: never loses it.
- *
- * On disk after a crash: before the fsync the entry may be missing or cut short at the
- * end of the file (never in the middle: appends only extend it); after, it is there.
- * @example await remember('/hive', 'alice', 'Deploys go out on Tuesdays', { pinned: true })
- */
-/**
  * Appends all of `data` or none of it: a write cut short (a full disk) is truncated back
  * to `size`, where the file ended before, and the error thrown; an entry is never left
  * half-written.
@@ -98,6 +89,15 @@ function appendWhole(fd: number, data: Buffer, size: number): void {
   }
 }
 
+/**
+ * Appends an entry to `agents/<agent>/memory.md`, durably (fsync before it returns),
+ * under the file's lock, so a reflector swapping in a condensed version either sees the
+ * entry in the file it re-reads or has not taken the lock yet: never loses it.
+ *
+ * On disk after a crash: before the fsync the entry may be missing or cut short at the
+ * end of the file (never in the middle: appends only extend it); after, it is there.
+ * @example await remember('/hive', 'alice', 'Deploys go out on Tuesdays', { pinned: true })
+ */
 export async function remember(root: string, agent: string, input: MemoryInput, options: RememberOptions = {}): Promise<Remembered> {
   const p = agentPaths(root, agent);
   const { title, body } = splitInput(input);

@@ -165,7 +165,8 @@ class InboxLease {
   private async acquire(options: LockOptions): Promise<void> {
     // A lock left by a SIGKILLed deliverer of this host is taken over at once.
     const { release } = await lockWithOwner(this.p.inboxLock, this.p.inboxLockOwner, () =>
-      lockfile.lock(this.p.inbox, { fs: lockFs,
+      lockfile.lock(this.p.inbox, {
+        fs: lockFs,
         lockfilePath: this.p.inboxLock,
         stale: options.stale ?? 5_000,
         realpath: false,

@@ -48,7 +48,8 @@ export async function updateRegistry<T>(root: string, change: (registry: Registr
   const file = hivePaths(root).registry;
   // proper-lockfile keys its in-process lock table by the locked path: lock the registry
   // file itself, never the root (that key belongs to hive.lock).
-  const release = await lockfile.lock(file, { fs: lockFs,
+  const release = await lockfile.lock(file, {
+    fs: lockFs,
     lockfilePath: `${file}.lock`,
     stale: 5_000,
     retries: { retries: 200, minTimeout: 5, maxTimeout: 50 },

@@ -55,7 +55,8 @@ export function readArchive(root: string): ArchivedSession[] {
  */
 async function updateArchive<T>(root: string, cap: number | undefined, change: (sessions: ArchivedSession[], cap: number) => T): Promise<T> {
   const file = hivePaths(root).sessions;
-  const release = await lockfile.lock(file, { fs: lockFs,
+  const release = await lockfile.lock(file, {
+    fs: lockFs,
     lockfilePath: `${file}.lock`,
     realpath: false,
     stale: 5_000,

@@ -2,7 +2,7 @@ import type { HiveMessage } from '../protocol/message.ts';
 import { writeOutbox } from '../queue/outbox.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { errorMessage } from '../errors.ts';
-import { SHORTAGE_BACKOFF, isTransientResourceError } from '../fs/shortage.ts';
+import { isTransientResourceError, shortageDelay } from '../fs/shortage.ts';
 
 /**
  * The supervisor's notices to god (an actor failed, a provider switched). Each is written
@@ -63,7 +63,7 @@ export class GodNotices {
 
   private retryLater(): void {
     if (this.timer) return;
-    const delay = Math.min(SHORTAGE_BACKOFF.maxMs, SHORTAGE_BACKOFF.initialMs * 2 ** Math.min(this.attempt++, 20));
+    const delay = shortageDelay(this.attempt++);
     this.timer = setTimeout(() => {
       this.timer = null;
       this.flush();

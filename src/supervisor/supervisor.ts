@@ -25,7 +25,7 @@ import { HostChild } from './host-child.ts';
 import { WorkerHandle, workerHeapLimitMb } from './worker-handle.ts';
 import { TurnWatchdog, watchdogInterval, type WatchedTurn } from './turn-watchdog.ts';
 import { TurnClock } from '../agent/turn-clock.ts';
-import { hiveModes, useGroupModes } from '../fs/modes.ts';
+import { hiveModes, secureHiveRoot, useGroupModes } from '../fs/modes.ts';
 import { moduleBrainUrl } from './bundle.ts';
 import { hostIdFor } from './placement.ts';
 import { HiveEvents } from './events.ts';
@@ -157,7 +157,8 @@ export class Supervisor {
     phase('lock');
     try {
       await ensureHive(this.root);
-      secureRoot(this.root);
+      const openMode = secureHiveRoot(this.root);
+      if (openMode !== null) appendEvent(this.root, { type: 'hive.permissions', from: `0${openMode.toString(8)}`, to: `0${hiveModes().dir.toString(8)}` });
       const before = readRegistry(this.root);
       await ensureAgents(
         this.root,
@@ -838,20 +839,6 @@ export class Supervisor {
     }
     if (swept.length > 0) appendEvent(this.root, { type: 'hive.swept', files: swept.length });
   }
-}
-
-/**
- * The hive root gets the mode the config asks for (0700, or 0750 shared with the group):
- * a root made by an older version, or by hand, with 0755 would let every user of the
- * machine read the conversations. Worker threads and other Hive processes take their
- * file modes from it (src/fs/modes.ts).
- */
-function secureRoot(root: string): void {
-  const want = hiveModes().dir;
-  const have = fs.statSync(root).mode & 0o777;
-  if (have === want) return;
-  fs.chmodSync(root, want);
-  appendEvent(root, { type: 'hive.permissions', root, from: `0${have.toString(8)}`, to: `0${want.toString(8)}` });
 }
 
 /** A running actor that waits out a shortage shows it in place of `running`: `paused: disk full`. */
