@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { tempRoot } from './helpers/temp.ts';
-import { collectLines, startFixture } from './helpers/fixture.ts';
+import { FIXTURES, collectLines, startFixture } from './helpers/fixture.ts';
+import { fastConfig, nextEvent, startHive } from './helpers/hive.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { agentPaths, hivePaths } from '../src/layout/paths.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
@@ -28,8 +29,8 @@ interface Run {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
 }
 
-function start(root: string, crashAt: CrashPointName | '-'): Promise<Run> {
-  const child = startFixture('crash-hive.ts', [root, crashAt]);
+function start(root: string, crashAt: CrashPointName | '-', brain: 'counter' | 'cli' | 'sleepy' = 'counter'): Promise<Run> {
+  const child = startFixture('crash-hive.ts', [root, crashAt, brain]);
   return new Promise((resolve, reject) => {
     const { exited } = collectLines(child, (line) => {
       if (line.startsWith('ready ')) resolve({ child, pid: Number(line.slice(6)), exited });
@@ -139,6 +140,89 @@ function committedIds(root: string): Set<string> {
   const cursor = readStateFile(root, 'counter')?.cursor ?? 0;
   return new Set(listInbox(root, 'counter').filter((e) => e.seq <= cursor).map((e) => e.id));
 }
+
+describe('the conversation keeps up with the commit record', () => {
+  it('killed after a conversational turn committed but before history.json was written: the restore adds the turn back', async () => {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'client', brain: { kind: 'external' } });
+    const first = await start(root, 'commit.after-wal', 'cli');
+    const [req] = [createMessage({ from: 'client', to: 'counter', act: 'request', body: 'remember this' })];
+    writeOutbox(root, [req!]);
+    const marker = path.join(root, CRASH_POINT_REACHED);
+    await until(() => fs.existsSync(marker), 'the commit');
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const history = () => {
+      const key = JSON.parse(fs.readFileSync(path.join(agentPaths(root, 'counter').sessions, 'current.json'), 'utf8')).key as string;
+      const file = path.join(agentPaths(root, 'counter').sessions, key, 'history.json');
+      if (!fs.existsSync(file)) return { messages: [] as { role: string; content: string }[] }; // no turn recorded yet
+      return JSON.parse(fs.readFileSync(file, 'utf8')) as { messages: { role: string; content: string }[]; commit?: number };
+    };
+    expect(history().messages.some((m) => m.content.includes('remember this'))).toBe(false); // the window
+    fs.rmSync(marker);
+    const second = await start(root, '-', 'cli');
+    await until(() => replies(root).length >= 1, 'the reply');
+    second.child.kill('SIGTERM');
+    await second.exited;
+    const h = history();
+    expect(h.messages.filter((m) => m.role === 'user' && m.content.includes('remember this'))).toHaveLength(1);
+    expect(h.messages.filter((m) => m.role === 'assistant' && m.content.includes('heard "remember this"'))).toHaveLength(1);
+    expect('commit' in h && h.commit).toBe(readStateFile(root, 'counter')!.commit);
+    expect(logged(root, 'session.caught-up', second.pid)).toHaveLength(1);
+  }, 90_000);
+});
+
+/** A process that still runs (a zombie is dead: only not reaped yet). */
+function alive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+describe('provider processes die with what started them', () => {
+  it('a worker ended at the turn deadline takes its provider with it; what the provider started dies when the agent restarts', async () => {
+    const root = tempRoot();
+    const pidsFile = path.join(path.dirname(root), 'pids');
+    const sleepy = { kind: 'command' as const, command: process.execPath, args: [path.join(FIXTURES, 'cli', 'sleepy.mjs')], env: { PIDS_FILE: pidsFile }, timeoutMs: 600_000 };
+    const hive = await startHive(fastConfig({ root, agents: [{ id: 'slow', brain: sleepy, turnTimeoutMs: 1_500 }, { id: 'client', brain: { kind: 'external' } }], supervisor: { poisonAfter: 1 } }));
+    const crashed = nextEvent(hive, 'crashed', (e) => e.agents.includes('slow'));
+    await hive.send({ from: 'client', to: 'slow', act: 'request', body: 'take your time' });
+    await until(() => fs.existsSync(pidsFile), 'the provider to start');
+    const [provider, grandchild] = fs.readFileSync(pidsFile, 'utf8').trim().split(' ').map(Number) as [number, number];
+    expect((await crashed).error).toMatch(/turn deadline/);
+    await until(() => !alive(provider), `provider ${provider} to die with its worker`, 5_000);
+    await until(() => !alive(grandchild), `its child ${grandchild} to be killed when the agent restarts`, 10_000);
+  }, 60_000);
+
+  it('a SIGKILLed supervisor takes its provider with it at once; what the provider started dies at the next start', async () => {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'client', brain: { kind: 'external' } });
+    const pidsFile = path.join(root, 'pids');
+    const first = await start(root, '-', 'sleepy');
+    writeOutbox(root, [createMessage({ from: 'client', to: 'counter', act: 'request', body: 'take your time' })]);
+    await until(() => fs.existsSync(pidsFile) && fs.readFileSync(pidsFile, 'utf8').includes('\n'), 'the provider to start');
+    const [provider, grandchild] = fs.readFileSync(pidsFile, 'utf8').trim().split(' ').map(Number) as [number, number];
+    expect(alive(provider) && alive(grandchild)).toBe(true);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await until(() => !alive(provider), `provider ${provider} to die with the supervisor`, 5_000);
+    fs.rmSync(pidsFile);
+    const second = await start(root, '-', 'sleepy');
+    await until(() => !alive(grandchild), `its child ${grandchild} to be killed at the next start`, 10_000);
+    expect(logged(root, 'provider.killed', second.pid).flatMap((l) => l.pids as number[])).toContain(grandchild);
+    // The turn was not committed: it runs again, in a new provider, which a graceful stop ends.
+    await until(() => fs.existsSync(pidsFile), 'the turn to run again');
+    const [again] = fs.readFileSync(pidsFile, 'utf8').trim().split(' ').map(Number) as [number];
+    second.child.kill('SIGTERM');
+    await second.exited;
+    await until(() => !alive(again), `provider ${again} to end with the hive`, 10_000);
+  }, 90_000);
+});
 
 describe('deterministic crash windows (SIGKILL at each step of each crash-order header)', () => {
   it('every point of src/testing/crash-point.ts has a case here', () => {

@@ -25,13 +25,14 @@ import { commitTurn, paySyncDebt, type StepRunner, type SyncDebt } from './commi
 import { ShortageGate } from '../fs/shortage.ts';
 import { inflightMarker, readInflight, type InflightMarker } from './inflight.ts';
 import { restoreAgentState } from './restore.ts';
-import { StateStore } from './state-store.ts';
+import { StateStore, type SessionTurn } from './state-store.ts';
 import type { MarkerFile } from '../fs/marker.ts';
 import { encodeMessage, writeOutbox } from '../queue/outbox.ts';
 import type { Span, Tracer } from '@opentelemetry/api';
 import { contextWith, endWithError, startHandle, startSend } from '../telemetry/spans.ts';
 import { ContextReporter } from './context-report.ts';
 import { TurnClock } from './turn-clock.ts';
+import { sweepProviders } from '../brains/provider-processes.ts';
 
 /** Time source and timers, injectable for tests. */
 export interface Clock {
@@ -118,12 +119,17 @@ export class AgentActor {
 
   /** Restores from state.json (re-emitting the last turn if needed) and starts the machine. */
   async start(): Promise<ActorInfo> {
+    // Provider processes a previous worker of this agent left running die first: the turn
+    // they were for is about to be run again (or was committed), and must not run twice.
+    sweepProviders(this.o.root, this.id);
     const restored = await this.runStep(() => restoreAgentState(this.o.root, this.id, this.o.settings.doneCap));
     this.restoredFrom = restored.from;
     // What the restore had to finish of the last commit (the crash-window tests read it).
     appendEvent(this.o.root, { type: 'actor.restored', agent: this.id, from: restored.from, commit: restored.commit, cursor: restored.context.cursor, reemitted: restored.reemitted, moved: restored.moved });
     if (this.o.brain.conversational) {
-      this.session = new Session(this.o.root, this.id, currentSession(this.o.root, this.id).key, this.o.settings.sessionCaps);
+      const current = currentSession(this.o.root, this.id);
+      this.session = new Session(this.o.root, this.id, current.key, this.o.settings.sessionCaps, current.commit ?? null);
+      await this.runStep(() => this.session!.catchUp(restored.commit, restored.lastSession));
     }
     this.store = new StateStore(this.o.root, this.id, restored.commit);
     this.inflight = readInflight(this.o.root, this.id);
@@ -451,16 +457,22 @@ export class AgentActor {
     }
   }
 
-  /** After the commit: the session learns what the committed turns said. */
-  private recordTurns(): void {
+  /** What one input and its answer add to the conversation. */
+  private sessionTurnOf(input: BrainInput, out: BrainOutput): SessionTurn {
+    const sent = out.messages.map((m) => `→ ${m.to} (${m.act}): ${m.body}`).join('\n');
+    return { user: describeInput(input), assistant: out.reply ?? (sent || null) };
+  }
+
+  /** After the commit (number `commit`): the session learns what the committed turns said. */
+  private recordTurns(commit: number): void {
     if (!this.session) return;
     // One turn at a time, each dropped once recorded: tried again after a full disk, the
     // ones already written are not written twice.
     while (this.pendingTurns.length > 0) {
       const { input, out } = this.pendingTurns[0]!;
       this.session.record({ kind: 'input', text: describeInput(input), id: input.kind === 'message' ? input.message.id : input.timer.id }, ...(out.trace ?? []));
-      const sent = out.messages.map((m) => `→ ${m.to} (${m.act}): ${m.body}`).join('\n');
-      this.session.endTurn(describeInput(input), out.reply ?? (sent || null));
+      const t = this.sessionTurnOf(input, out);
+      this.session.endTurn(t.user, t.assistant, commit);
       this.pendingTurns.shift();
     }
   }
@@ -480,9 +492,23 @@ export class AgentActor {
         sent: messages.map((m) => ({ id: m.id, to: m.to, act: m.act, subject: m.subject, body: m.body, in_reply_to: m.in_reply_to })),
         timings: { fetchMs: this.thinkStart - this.turnStart, thinkMs: commitStart - this.thinkStart, commitMs: performance.now() - commitStart },
       });
-    this.debt = await commitTurn(this.store!, this.o.root, next, messages, this.o.settings.doneCap, this.debt, previous, committed, this.runStep);
+    // The commit record also carries what the turn adds to the conversation, so a crash
+    // before history.json is written loses nothing of it (Session.catchUp).
+    const session = this.session ? this.pendingTurns.map((t) => this.sessionTurnOf(t.input, t.out)) : [];
+    const done = await commitTurn(this.store!, {
+      root: this.o.root,
+      next,
+      messages,
+      doneCap: this.o.settings.doneCap,
+      debt: this.debt,
+      session,
+      ...(previous ? { previous } : {}),
+      onCommitted: committed,
+      runStep: this.runStep,
+    });
+    this.debt = done.debt;
     for (const span of this.sendSpans.splice(0)) span.end();
-    await this.runStep(() => this.recordTurns());
+    await this.runStep(() => this.recordTurns(done.commit));
     if (messages.length > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: messages.length });
   }
 
@@ -508,7 +534,7 @@ export class AgentActor {
     );
     await this.runStep(() => writeOutbox(this.o.root, [notice]));
     this.o.emit({ type: 'outbox.written', agent: SYSTEM_SENDER, count: 1 });
-    this.debt = await commitTurn(this.store!, this.o.root, next, [], this.o.settings.doneCap, this.debt, undefined, undefined, this.runStep);
+    this.debt = (await commitTurn(this.store!, { root: this.o.root, next, messages: [], doneCap: this.o.settings.doneCap, debt: this.debt, runStep: this.runStep })).debt;
     this.inflight = null;
     this.o.emit({
       type: 'actor.poisoned',

@@ -4,7 +4,7 @@ import type { HiveMessage } from '../protocol/message.ts';
 import { writeOutbox } from '../queue/outbox.ts';
 import { moveToDone } from '../queue/inbox.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
-import type { StateStore } from './state-store.ts';
+import type { SessionTurn, StateStore } from './state-store.ts';
 import { crashPoint } from '../testing/crash-point.ts';
 
 /**
@@ -62,34 +62,42 @@ export type StepRunner = <T>(step: () => T | Promise<T>) => Promise<T>;
 
 const runDirectly: StepRunner = async (step) => step();
 
+export interface CommitInput {
+  root: string;
+  next: PersistedAgentContext;
+  messages: HiveMessage[];
+  doneCap: number;
+  /** The previous turn's outbox files not flushed yet (step 0 pays them). */
+  debt: SyncDebt;
+  /** What the turn adds to the conversation (kept in the commit record: see SessionTurn). */
+  session?: SessionTurn[];
+  /** The context before the turn (the planted bug of the chaos tests needs it). */
+  previous?: PersistedAgentContext;
+  /** Runs right after step 1: the turn is durable from there on. */
+  onCommitted?: () => void;
+  /** Runs each step (default: directly). */
+  runStep?: StepRunner;
+}
+
 /**
- * Steps 0–3. Returns the new sync debt. `onCommitted` runs right after step 1: the turn
- * is durable from there on (a restore finishes its effects from the commit record).
- * `runStep` runs each step on its own, so a step that must be tried again (a full disk)
- * repeats only itself: the commit is appended once, whatever fails after it.
+ * Steps 0–3. Returns the new sync debt and the commit number. `onCommitted` runs right
+ * after step 1: the turn is durable from there on (a restore finishes its effects from the
+ * commit record). `runStep` runs each step on its own, so a step that must be tried again
+ * (a full disk) repeats only itself: the commit is appended once, whatever fails after it.
  */
-export async function commitTurn(
-  store: StateStore,
-  root: string,
-  next: PersistedAgentContext,
-  messages: HiveMessage[],
-  doneCap: number,
-  debt: SyncDebt,
-  previous?: PersistedAgentContext,
-  onCommitted?: () => void,
-  runStep: StepRunner = runDirectly,
-): Promise<SyncDebt> {
-  await runStep(() => paySyncDebt(root, next.agentId, debt));
+export async function commitTurn(store: StateStore, c: CommitInput): Promise<{ debt: SyncDebt; commit: number }> {
+  const runStep = c.runStep ?? runDirectly;
+  await runStep(() => paySyncDebt(c.root, c.next.agentId, c.debt));
   crashPoint('commit.after-debt');
-  if (PLANT === 'cursor-before-state' && previous) {
-    store.append({ ...previous, cursor: next.cursor }, []);
+  if (PLANT === 'cursor-before-state' && c.previous) {
+    store.append({ ...c.previous, cursor: c.next.cursor }, []);
     Atomics.wait(pause, 0, 0, 150); // widen the window a crash must hit
   }
-  await runStep(() => store.append(next, messages));
+  const record = await runStep(() => store.append(c.next, c.messages, c.session));
   crashPoint('commit.after-wal');
-  onCommitted?.();
-  const written = messages.length > 0 ? await runStep(() => writeOutbox(root, messages, { durable: false })) : [];
+  c.onCommitted?.();
+  const written = c.messages.length > 0 ? await runStep(() => writeOutbox(c.root, c.messages, { durable: false })) : [];
   crashPoint('commit.after-outbox');
-  await runStep(() => moveToDone(root, next.agentId, next.cursor, doneCap));
-  return written;
+  await runStep(() => moveToDone(c.root, c.next.agentId, c.next.cursor, c.doneCap));
+  return { debt: written, commit: record.commit };
 }

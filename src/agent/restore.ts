@@ -8,7 +8,7 @@ import { writeOutbox } from '../queue/outbox.ts';
 import { moveToDone } from '../queue/inbox.ts';
 import { commitCursor, readCursor } from '../queue/cursor.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
-import { readStateFile } from './state-store.ts';
+import { readStateFile, type SessionTurn } from './state-store.ts';
 
 export interface Restored {
   context: PersistedAgentContext;
@@ -19,6 +19,8 @@ export interface Restored {
   reemitted: number;
   /** Processed inbox entries (seq ≤ cursor) moved to .done here: their move was lost in a crash. */
   moved: number;
+  /** The conversation the last committed turn added (for a session whose history fell behind). */
+  lastSession: SessionTurn[];
 }
 
 function isIntact(file: string, id: string): boolean {
@@ -47,7 +49,7 @@ export function restoreAgentState(root: string, agentId: string, doneCap: number
       cursor = 0;
     }
     const moved = moveToDone(root, agentId, cursor, doneCap);
-    return { context: { agentId, cursor, handled: 0, turns: 0, brainState: null, timers: [] }, from: 'fresh', commit: 0, reemitted: 0, moved };
+    return { context: { agentId, cursor, handled: 0, turns: 0, brainState: null, timers: [] }, from: 'fresh', commit: 0, reemitted: 0, moved, lastSession: [] };
   }
   const missing = state.lastTurn.messages
     .map((m) => parseMessage(m))
@@ -57,5 +59,5 @@ export function restoreAgentState(root: string, agentId: string, doneCap: number
   if (missing.length > 0) writeOutbox(root, missing);
   const moved = moveToDone(root, agentId, state.cursor, doneCap);
   commitCursor(root, agentId, state.cursor, { durable: false });
-  return { context: { ...state.snapshot.context, cursor: state.cursor }, from: 'state', commit: state.commit, reemitted: missing.length, moved };
+  return { context: { ...state.snapshot.context, cursor: state.cursor }, from: 'state', commit: state.commit, reemitted: missing.length, moved, lastSession: state.lastTurn.session ?? [] };
 }

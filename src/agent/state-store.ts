@@ -34,8 +34,19 @@ export interface StateFile {
   commit: number;
   cursor: number;
   snapshot: { value: string; context: PersistedAgentContext };
-  lastTurn: { cursor: number; messages: HiveMessage[] };
+  lastTurn: {
+    cursor: number;
+    messages: HiveMessage[];
+    /** What the turn adds to the conversation (conversational brains): restore adds it when history.json fell behind. */
+    session?: SessionTurn[];
+  };
   committed_at: string;
+}
+
+/** One exchange of a conversational brain's turn, as its session records it. */
+export interface SessionTurn {
+  user: string;
+  assistant: string | null;
 }
 
 function digest(json: string): string {
@@ -115,8 +126,8 @@ export class StateStore {
   }
 
   /** Commits `next` and the turn's messages durably (one pwrite + fdatasync). */
-  append(next: PersistedAgentContext, messages: HiveMessage[]): StateFile {
-    const record = this.record(next, messages);
+  append(next: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): StateFile {
+    const record = this.record(next, messages, session);
     const json = JSON.stringify(record);
     const line = Buffer.from(`${digest(json)} ${json}\n`);
     if (line.length > this.walBytes / 2) {
@@ -179,7 +190,7 @@ export class StateStore {
     return this.fd;
   }
 
-  private record(next: PersistedAgentContext, messages: HiveMessage[]): StateFile {
+  private record(next: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): StateFile {
     this.commit += 1;
     return {
       version: 1,
@@ -187,7 +198,7 @@ export class StateStore {
       commit: this.commit,
       cursor: next.cursor,
       snapshot: { value: 'idle', context: next },
-      lastTurn: { cursor: next.cursor, messages },
+      lastTurn: { cursor: next.cursor, messages, ...(session && session.length > 0 ? { session } : {}) },
       committed_at: new Date().toISOString(),
     };
   }

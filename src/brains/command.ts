@@ -8,6 +8,7 @@ import { buildPrompt, type ToolDescription } from './prompt.ts';
 import { parseBrainAnswer } from './reply.ts';
 import type { Brain, BrainOutput, BrainTurn } from './types.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
+import { ProviderLedger, deathSignalPrefix, killGroup } from './provider-processes.ts';
 
 type CommandSpec = Extract<BrainSpec, { kind: 'command' }>;
 
@@ -43,6 +44,8 @@ function fillArgs(args: string[], vars: Record<string, string>, appendPrompt: bo
  */
 export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
   const inflight = new Set<AbortController>();
+  const ledger = new ProviderLedger(env.root, env.agentId);
+  const prefix = deathSignalPrefix();
   const identity = () => {
     try {
       return readRegularFile(path.join(env.agentDir, 'identity.md'), 'utf8');
@@ -70,8 +73,12 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
     inflight.add(controller);
     const viaArgs = spec.input === 'args';
     const started = performance.now();
+    let pid: number | undefined;
     try {
-      const child = execa(spec.command, fillArgs(spec.args ?? [], { ...vars, prompt }, viaArgs), {
+      const args = fillArgs(spec.args ?? [], { ...vars, prompt }, viaArgs);
+      // Dies with the thread that starts it, in a process group of its own (see provider-processes.ts).
+      const child = execa(prefix[0] ?? spec.command, prefix.length > 0 ? [...prefix.slice(1), spec.command, ...args] : args, {
+        detached: true,
         input: viaArgs ? '' : prompt,
         cwd: spec.cwd ?? env.agentDir,
         env: childEnv,
@@ -82,9 +89,15 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
         stripFinalNewline: true,
         maxBuffer: 10 * 1024 * 1024,
       });
+      pid = child.pid;
+      if (pid !== undefined) ledger.started(pid);
       const result = await child;
       const ms = performance.now() - started;
       const stderr = String(result.stderr ?? '').slice(-STDERR_KEEP);
+      if (result.timedOut || result.isCanceled) killGroup(pid ?? 0); // what it started goes with it
+      if (prefix.length > 0 && result.exitCode === 127 && /^setpriv: failed to execute/m.test(stderr)) {
+        throw new HiveError('E_BRAIN', `Cannot run ${name}: ${stderr.trim().split('\n').at(-1)}`, { details: { stderr } });
+      }
       if (result.timedOut) throw new HiveError('E_TIMEOUT', `${name} did not finish within ${spec.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms and was killed`, { details: { stderr, pid: child.pid ?? null } });
       if (result.isCanceled) throw new HiveError('E_STOPPED', `${name} was stopped`, { details: { stderr } });
       if (result.failed && result.exitCode === undefined) {
@@ -96,6 +109,7 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
       return { stdout: String(result.stdout ?? ''), stderr, ms, exitCode: 0 };
     } finally {
       inflight.delete(controller);
+      if (pid !== undefined) ledger.ended(pid);
     }
   }
 

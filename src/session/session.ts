@@ -6,6 +6,7 @@ import { JsonlJournal, readJsonl } from './journal.ts';
 import { currentSessionFile, isSessionKey, sessionPaths } from './paths.ts';
 import type { ChatMessage, ConversationView, RestoreMode, SessionCaps, TranscriptEvent } from './types.ts';
 import { makeDir } from '../fs/modes.ts';
+import { readStateFile } from '../agent/state-store.ts';
 
 /**
  * One agent's live conversation, under a session key (a GUID that survives restarts):
@@ -26,6 +27,8 @@ import { makeDir } from '../fs/modes.ts';
 export interface CurrentSession {
   key: string;
   started_at: string;
+  /** The agent's last commit when this conversation began (see Session.historyCommit). */
+  commit?: number;
 }
 
 export interface ConversationTurn {
@@ -48,7 +51,13 @@ export function currentSession(root: string, agentId: string): CurrentSession {
 
 /** Makes a fresh session the agent's live one (after clear, archive, or a provider switch). */
 export function startNewSession(root: string, agentId: string, key: string = randomUUID()): CurrentSession {
-  const current: CurrentSession = { key, started_at: new Date().toISOString() };
+  let commit = 0;
+  try {
+    commit = readStateFile(root, agentId)?.commit ?? 0;
+  } catch {
+    commit = 0;
+  }
+  const current: CurrentSession = { key, started_at: new Date().toISOString(), commit };
   makeDir(sessionPaths(root, agentId, key).dir);
   writeJsonAtomic(currentSessionFile(root, agentId), current);
   return current;
@@ -59,8 +68,10 @@ export function restoreConversation(root: string, agentId: string, key: string, 
   const p = sessionPaths(root, agentId, key);
   const background = readBackground(p.background);
   try {
-    const h = readJsonFile<{ key?: string; messages?: ChatMessage[] }>(p.history);
-    if (h && h.key === key && Array.isArray(h.messages)) return { key, mode: 'full', history: h.messages, background };
+    const h = readJsonFile<{ key?: string; messages?: ChatMessage[]; commit?: number }>(p.history);
+    if (h && h.key === key && Array.isArray(h.messages)) {
+      return { key, mode: 'full', history: h.messages, background, ...(Number.isInteger(h.commit) ? { commit: h.commit! } : {}) };
+    }
   } catch {
     // corrupt history.json: fall through to the tail brief
   }
@@ -80,10 +91,12 @@ export function restoreConversation(root: string, agentId: string, key: string, 
       `as a brief: you are being told about them, you do not remember them.\n${brief.join('\n')}`;
     return { key, mode: 'tail', history: [], background: [note, ...background] };
   }
-  const events = readJsonl<TranscriptEvent>(p.transcript).length;
-  if (events > 0) {
+  // Amnesia only when a turn was there to forget: a transcript of restores alone (no input
+  // recorded) is a conversation that has not begun.
+  const events = readJsonl<TranscriptEvent>(p.transcript);
+  if (events.some((e) => e.kind === 'input')) {
     const note =
-      `A transcript of an earlier conversation of yours exists (${events} events), but your memory of it was lost. ` +
+      `A transcript of an earlier conversation of yours exists (${events.length} events), but your memory of it was lost. ` +
       `Do not pretend to remember it; ask if you need something from it.`;
     return { key, mode: 'amnesia', history: [], background: [note, ...background] };
   }
@@ -114,18 +127,28 @@ export class Session {
   readonly mode: RestoreMode;
   /** history.json holds the skipped marker, not messages. */
   private historyStale = false;
+  /**
+   * The agent commit the history is complete up to (history.json's `commit`): a commit
+   * after it whose turn the history lacks was cut off by a crash between the two, and is
+   * added back from the commit record (see `catchUp`). Null when not known.
+   */
+  historyCommit: number | null;
 
+  /** `baseCommit`: the agent's last commit when this conversation began (CurrentSession.commit). */
   constructor(
     private readonly root: string,
     private readonly agentId: string,
     readonly key: string,
     private readonly caps: SessionCaps,
+    baseCommit: number | null = null,
   ) {
     const p = sessionPaths(root, agentId, key);
     makeDir(p.dir);
     const view = restoreConversation(root, agentId, key, caps);
     this.mode = view.mode;
     this.history = view.history;
+    // A conversation with no history yet is complete up to where it began.
+    this.historyCommit = view.commit ?? (view.mode === 'new' ? baseCommit : null);
     // The briefing is kept on disk until a turn consumes it: it survives a crash before
     // that turn, and snapshots imported while the agent runs join it.
     if (view.background.length > 0) writeJsonAtomic(p.background, { items: view.background }, { durable: false });
@@ -146,13 +169,33 @@ export class Session {
     this.transcript.append(events.map((e) => ({ at, ...e })));
   }
 
-  /** Turn end: history grows, the plain-text turns are logged, armed background is consumed. */
-  endTurn(user: string, assistant: string | null): void {
+  /**
+   * At start: turns of commits after `historyCommit` (cut off by a crash after their commit,
+   * before their history was written) are added from the commit record. Returns how many.
+   */
+  catchUp(commit: number, turns: { user: string; assistant: string | null }[]): number {
+    if (this.historyCommit === null || this.historyCommit >= commit || turns.length === 0) return 0;
+    for (const t of turns) this.endTurn(t.user, t.assistant, commit);
+    this.record({ kind: 'restore', mode: 'caught-up', history: this.history.length });
+    appendEvent(this.root, { type: 'session.caught-up', agent: this.agentId, session: this.key, commit, turns: turns.length });
+    return turns.length;
+  }
+
+  private historyJson(): string {
+    return JSON.stringify({ version: 1, key: this.key, messages: this.history, ...(this.historyCommit !== null ? { commit: this.historyCommit } : {}) });
+  }
+
+  /**
+   * Turn end: history grows, the plain-text turns are logged, armed background is consumed.
+   * `commit`: the agent commit that holds the turn (history.json records it).
+   */
+  endTurn(user: string, assistant: string | null, commit: number | null = null): void {
     const p = sessionPaths(this.root, this.agentId, this.key);
     const at = new Date().toISOString();
     this.history = [...this.history, { role: 'user', content: user }, ...(assistant ? [{ role: 'assistant' as const, content: assistant }] : [])];
     this.conversation.append([{ at, role: 'user', text: user }, ...(assistant ? [{ at, role: 'assistant' as const, text: assistant }] : [])]);
-    const json = JSON.stringify({ version: 1, key: this.key, messages: this.history });
+    if (commit !== null) this.historyCommit = commit;
+    const json = this.historyJson();
     const bytes = Buffer.byteLength(json);
     if (bytes > this.caps.historyBytes) {
       appendEvent(this.root, { type: 'session.history-skipped', agent: this.agentId, session: this.key, bytes, cap: this.caps.historyBytes });

@@ -14,6 +14,8 @@ export interface ConversationView {
   history: ChatMessage[];
   /** Text to brief the brain with before this turn (tail brief, amnesia notice, snapshot imports). */
   background: string[];
+  /** The agent commit a full history is complete up to (see Session.historyCommit). */
+  commit?: number;
 }
 
 export interface SessionCaps {
