@@ -74,14 +74,41 @@ describe('inbox', () => {
       if (/\/\d+-[^/]*\.json$/.test(String(to)) && ++renames === 2) throw new Error('simulated crash between renames');
       real(from, to);
     });
+    const batch = [1, 2, 3].map((i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: `batch ${i}` }));
     try {
-      const batch = [1, 2, 3].map((i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: `batch ${i}` }));
       await expect(deliver(root, 'b', batch, { holdMs: 0 })).rejects.toThrow('simulated crash');
     } finally {
       spy.mockRestore();
     }
     expect(listInbox(root, 'b').map((e) => e.seq)).toEqual([1, 2]); // one entry of the batch landed
     expect(head()).not.toBe(trusted);
+    // The sender tries the batch again (as the router does after a crash): the entry that
+    // landed is a duplicate, the rest follow it gap-free. A SIGKILL there: crash-windows.test.ts.
+    resetInboxCache();
+    const retried = await deliver(root, 'b', batch, { holdMs: 0 });
+    expect(retried.map((o) => o.status)).toEqual(['duplicate', 'delivered', 'delivered']);
+    expect(listInbox(root, 'b').map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    expect(new Set(listInbox(root, 'b').map((e) => e.id)).size).toBe(4);
+  });
+
+  it('the dedupe horizon, at its edge: a copy is dropped while its id is among the last doneCap processed entries; beyond, it is delivered again (README)', async () => {
+    const root = await hiveWith('a', 'b');
+    const cap = 10;
+    const msg = (body: string) => createMessage({ from: 'a', to: 'b', act: 'inform', body });
+    const first = msg('first');
+    let seq = 0;
+    const processMore = async (messages: ReturnType<typeof msg>[]) => {
+      await deliver(root, 'b', messages, { doneCap: cap });
+      seq += messages.length;
+      commitCursor(root, 'b', seq);
+      moveToDone(root, 'b', seq, cap);
+      trimFolder(agentPaths(root, 'b').done, cap); // exactly the cap (noteAdded trims lazily, to at most 110% + 16)
+      resetInboxCache(); // as after a restart: only inbox/ and .done/ are known
+    };
+    await processMore([first, ...Array.from({ length: cap - 1 }, (_, i) => msg(`within ${i}`))]);
+    expect((await deliver(root, 'b', [first], { doneCap: cap }))[0]!.status).toBe('duplicate'); // the oldest of the last `cap`
+    await processMore([msg('one more')]);
+    expect((await deliver(root, 'b', [first], { doneCap: cap }))[0]!.status).toBe('delivered'); // now beyond the horizon
   });
 
   it('remembers ids after entries moved to .done and keeps seq monotonic', async () => {
