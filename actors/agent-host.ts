@@ -18,12 +18,12 @@ import { HOOKS_SOCKET } from '../src/hooks/socket-name.ts';
 import { GET_MEMORY_TOOL, runGetMemory } from '../src/memory/tool.ts';
 import type { ToolDescription } from '../src/brains/prompt.ts';
 import { adoptModesOf } from '../src/fs/modes.ts';
-import { armCrashPoint } from '../src/testing/crash-point.ts';
+import { installSeams } from '../src/testing/seams.ts';
 
 const init = workerData as WorkerInit;
 // What this thread creates in the hive takes the root's sharing (src/fs/modes.ts).
 adoptModesOf(init.root);
-if (init.crashAt) armCrashPoint(init.crashAt, init.root);
+if (init.seams) installSeams(init.seams, init.root);
 const actors = new Map<string, AgentActor>();
 let routerPort: MessagePort | null = null;
 /** This worker's own tracer provider (null: telemetry off, no SDK loaded). */

@@ -19,10 +19,12 @@ import { listDir } from '../src/fs/atomic.ts';
 import { isAgentId } from '../src/protocol/agent-id.ts';
 import { appendEvent } from '../src/log/event-log.ts';
 import { adoptModesOf } from '../src/fs/modes.ts';
+import { installSeams } from '../src/testing/seams.ts';
 
 const init = workerData as WorkerInit;
 // What this thread creates in the hive takes the root's sharing (src/fs/modes.ts).
 adoptModesOf(init.root);
+if (init.seams) installSeams(init.seams, init.root);
 const { memory, configDir } = init.memorySettings!;
 const emit = (event: WorkerEvent) => init.events.postMessage(event);
 let jobs: MemoryJobs = inlineJobs();

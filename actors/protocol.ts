@@ -16,7 +16,7 @@ import type { RestoreMode, SessionCaps } from '../src/session/types.ts';
 import type { MemoryConfig } from '../src/memory/config.ts';
 import type { MinePassResult } from '../src/memory/mine.ts';
 import type { ReflectResult } from '../src/memory/reflect.ts';
-import type { CrashPointName } from '../src/testing/crash-point.ts';
+import type { TestSeams } from '../src/testing/seams.ts';
 
 export type HostKind = 'agent-host' | 'router-host' | 'miner-host' | 'reflector-host';
 
@@ -52,8 +52,8 @@ export interface WorkerInit {
   /** Set when telemetry is on: the worker starts its own tracer provider. */
   telemetry?: WorkerTelemetryInit;
   memorySettings?: MemoryHostSettings;
-  /** Tests only: the crash point this thread stops at (src/testing/crash-point.ts). */
-  crashAt?: CrashPointName;
+  /** Tests only: the seams this thread installs (src/testing/seams.ts). */
+  seams?: TestSeams;
 }
 
 /** An agent as a host starts it. */

@@ -21,10 +21,12 @@ import { appendEvent } from '../src/log/event-log.ts';
 import { ensureProviderSummarizers } from '../src/brains/summarizers.ts';
 import { adoptModesOf } from '../src/fs/modes.ts';
 import { readRegularFile } from '../src/fs/regular-file.ts';
+import { installSeams } from '../src/testing/seams.ts';
 
 const init = workerData as WorkerInit;
 // What this thread creates in the hive takes the root's sharing (src/fs/modes.ts).
 adoptModesOf(init.root);
+if (init.seams) installSeams(init.seams, init.root);
 ensureProviderSummarizers();
 const { memory, configDir } = init.memorySettings!;
 const emit = (event: WorkerEvent) => init.events.postMessage(event);

@@ -25,12 +25,12 @@ import { startWorkerTelemetry } from '../src/telemetry/worker.ts';
 import { endWithError, startDeliver, startRoute } from '../src/telemetry/spans.ts';
 import type { Span } from '@opentelemetry/api';
 import { adoptModesOf } from '../src/fs/modes.ts';
-import { armCrashPoint } from '../src/testing/crash-point.ts';
+import { installSeams } from '../src/testing/seams.ts';
 
 const init = workerData as WorkerInit;
 // What this thread creates in the hive takes the root's sharing (src/fs/modes.ts).
 adoptModesOf(init.root);
-if (init.crashAt) armCrashPoint(init.crashAt, init.root);
+if (init.seams) installSeams(init.seams, init.root);
 const settings = init.routerSettings!;
 const emit = (event: WorkerEvent) => init.events.postMessage(event);
 const transport = createFsTransport(init.root, { sentCap: settings.sentCap, doneCap: settings.doneCap });

@@ -53,7 +53,7 @@ async function roundTrip(root: string, to: string): Promise<number> {
 const rec = writeConfig('recovery', RECOVERY_AGENTS, PER_WORKER);
 await ensureHive(rec.root);
 await ensureAgent(rec.root, { id: 'client', brain: { kind: 'external' } });
-const child = new ChaosChild(rec.file, {});
+const child = new ChaosChild(rec.file);
 await child.start(undefined, 120_000);
 const recoveries: number[] = [];
 const firstReplies: number[] = [];
@@ -71,7 +71,7 @@ await child.stop();
 const big = writeConfig('big', BIG_AGENTS, Math.max(PER_WORKER, Math.ceil(BIG_AGENTS / 20)));
 await ensureHive(big.root);
 await ensureAgent(big.root, { id: 'client', brain: { kind: 'external' } });
-const bigChild = new ChaosChild(big.file, {});
+const bigChild = new ChaosChild(big.file);
 const startMs = await bigChild.start(undefined, 300_000);
 const rtt = await roundTrip(big.root, `echo-${BIG_AGENTS - 1}`);
 await new Promise((r) => setTimeout(r, 1_000));

@@ -1,7 +1,8 @@
 import { parseConfig, type HiveConfig, type HiveConfigInput } from './config/schema.ts';
 import type { RegistryEntry } from './registry/registry.ts';
 import type { HiveMessage, HiveMessageInput } from './protocol/message.ts';
-import { Supervisor, type ActorStatus, type TestingOptions } from './supervisor/supervisor.ts';
+import { Supervisor, type ActorStatus } from './supervisor/supervisor.ts';
+import type { TestSeams } from './testing/seams.ts';
 import { agentToken } from './hooks/agent-token.ts';
 import type { HiveEventMap, HiveEventName } from './supervisor/events.ts';
 import type { ObserveOptions } from './telemetry/observer.ts';
@@ -61,7 +62,7 @@ function isParsed(config: HiveConfigInput | HiveConfig): config is HiveConfig {
  * hive.on('processed', (e) => console.log(e.agent, e.sent));
  * await hive.send({ from: 'god', to: 'echo', act: 'request', body: 'ping' });
  */
-export function createHive(config: HiveConfigInput | HiveConfig, options: { configDir?: string; observe?: ObserveOptions; /** @internal */ testing?: TestingOptions } = {}): Hive {
+export function createHive(config: HiveConfigInput | HiveConfig, options: { configDir?: string; observe?: ObserveOptions; /** @internal */ testing?: TestSeams } = {}): Hive {
   const parsed = isParsed(config) ? config : parseConfig(config, options.configDir ?? process.cwd());
   const supervisor = new Supervisor(parsed, options.observe ?? {}, options.testing ?? {});
   return {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { runChaos, formatReport, FAULT_KINDS } from '../src/index.ts'; // the public API, as a user's tests would
 import { tempDir } from './helpers/temp.ts';
 import { mountProblem } from './helpers/mount.ts';
+import type { PlantName } from '../src/testing/seams.ts';
 
 const config = {
   agents: ['alpha', 'beta', 'gamma'].map((id) => ({ id, brain: { kind: 'echo' as const } })),
@@ -23,16 +24,30 @@ describe('chaos engine', () => {
     expect(report.workload.requests).toBeGreaterThan(100);
   }, 120_000);
 
-  it('catches a planted bug: the cursor committed before the state', async () => {
-    const report = await runChaos({ config, durationMs: 8_000, seed: 7, root: tempDir(), faults: ['supervisor-kill'], env: { HIVE_TEST_PLANT: 'cursor-before-state' } });
-    expect(report.ok).toBe(false);
-    const failed = report.invariants.filter((i) => !i.held).map((i) => i.name);
-    expect(failed.some((n) => n === 'every request answered exactly once' || n === 'none handled twice')).toBe(true);
+  /**
+   * A planted bug must be what fails the run: the same seed and faults without the plant
+   * hold every invariant (the control), and with it the failure has the plant's signature.
+   */
+  async function withAndWithout(plant: PlantName, seed: number) {
+    const base = { config, durationMs: 8_000, seed, faults: ['supervisor-kill' as const] };
+    const control = await runChaos({ ...base, root: tempDir() });
+    const planted = await runChaos({ ...base, root: tempDir(), plant });
+    process.stdout.write(`plant ${plant}, seed ${seed}: control ${control.ok ? 'held' : 'FAILED'}, planted ${planted.ok ? 'held' : 'failed'}\n`);
+    return { control, planted, failed: (r: typeof planted) => r.invariants.filter((i) => !i.held) };
+  }
+
+  it('catches a planted bug, the cursor committed before the state: requests are lost (control: same seed, no plant, all held)', async () => {
+    const { control, planted, failed } = await withAndWithout('cursor-before-state', 7);
+    expect(failed(control)).toEqual([]);
+    const answered = failed(planted).find((i) => i.name === 'every request answered exactly once');
+    expect(answered?.detail).toMatch(/has 0 replies/); // skipped by the early cursor, never handled
   }, 120_000);
 
-  it('catches a planted bug: re-delivery without the idempotency check', async () => {
-    const report = await runChaos({ config, durationMs: 8_000, seed: 11, root: tempDir(), faults: ['supervisor-kill'], env: { HIVE_TEST_PLANT: 'no-idempotency' } });
-    expect(report.ok).toBe(false);
-    expect(report.invariants.filter((i) => !i.held).map((i) => i.name)).toContain('none handled twice');
+  it('catches a planted bug, delivery without the idempotency check: requests handled twice (control: same seed, no plant, all held)', async () => {
+    const { control, planted, failed } = await withAndWithout('no-idempotency', 11);
+    expect(failed(control)).toEqual([]);
+    const twice = failed(planted).find((i) => i.name === 'none handled twice');
+    expect(twice?.detail).toMatch(/handled \d+ (requests|broadcasts), expected \d+/);
+    expect(failed(planted).find((i) => i.name === 'every request answered exactly once')?.detail ?? '').not.toMatch(/has 0 replies/);
   }, 120_000);
 });

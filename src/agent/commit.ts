@@ -6,6 +6,7 @@ import { moveToDone } from '../queue/inbox.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
 import type { SessionTurn, StateStore } from './state-store.ts';
 import { crashPoint } from '../testing/crash-point.ts';
+import { plantActive } from '../testing/seams.ts';
 
 /**
  * Commit of turn N, in order (what a crash between steps leaves):
@@ -50,11 +51,7 @@ export async function paySyncDebt(root: string, agentId: string, debt: SyncDebt)
   if (synced.some(Boolean)) await fsyncDirAsync(agentPaths(root, agentId).outbox);
 }
 
-/**
- * Test builds only: `HIVE_TEST_PLANT=cursor-before-state` commits the new cursor with the
- * old state first and the turn a moment later — the bug the chaos engine must catch.
- */
-const PLANT = process.env.HIVE_TEST_PLANT ?? '';
+/** The window of the `cursor-before-state` plant (src/testing/seams.ts). */
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /** Runs one step of a commit; an actor passes one that waits out a full disk (ShortageGate.run). */
@@ -89,7 +86,7 @@ export async function commitTurn(store: StateStore, c: CommitInput): Promise<{ d
   const runStep = c.runStep ?? runDirectly;
   await runStep(() => paySyncDebt(c.root, c.next.agentId, c.debt));
   crashPoint('commit.after-debt');
-  if (PLANT === 'cursor-before-state' && c.previous) {
+  if (c.previous && plantActive('cursor-before-state')) {
     store.append({ ...c.previous, cursor: c.next.cursor }, []);
     Atomics.wait(pause, 0, 0, 150); // widen the window a crash must hit
   }

@@ -20,18 +20,19 @@ export class ChaosChild {
   readonly events: ChildEvent[] = [];
   stderr = '';
 
+  /** `baseArgs`: extra `hive start` flags for every start (a planted bug: `--test-plant`). */
   constructor(
     private readonly configFile: string,
-    private readonly baseEnv: NodeJS.ProcessEnv,
+    private readonly baseArgs: string[] = [],
   ) {}
 
   /** Starts the supervisor and resolves at its ready line (every actor restored, routing). */
-  async start(extraEnv: Record<string, string> = {}, timeoutMs = 30_000): Promise<number> {
+  async start(extraArgs: string[] = [], timeoutMs = 30_000): Promise<number> {
     const t0 = Date.now();
     // The real `hive start`, in machine-readable mode: what an operator would run.
-    const proc = spawn(process.execPath, [BIN, 'start', '--config', this.configFile, '--json', '--quiet'], {
+    const proc = spawn(process.execPath, [BIN, 'start', '--config', this.configFile, '--json', '--quiet', ...this.baseArgs, ...extraArgs], {
       cwd: REPO,
-      env: { ...process.env, ...this.baseEnv, ...extraEnv },
+      env: process.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.proc = proc;

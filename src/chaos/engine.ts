@@ -13,6 +13,7 @@ import { watchRouting } from './routing-watch.ts';
 import { SUPERVISED_KINDS, checkInvariants, type Invariant } from './invariants.ts';
 import { controlRequest } from '../supervisor/control.ts';
 import { repoRoot } from '../repo-root.ts';
+import type { PlantName } from '../testing/seams.ts';
 
 const REPO = repoRoot();
 const BRAIN = path.join(REPO, 'scripts', 'chaos', 'brain.ts');
@@ -24,8 +25,8 @@ export interface ChaosOptions {
   seed: number;
   /** Where the chaos hive lives (a fresh temp folder by default; never the real root). */
   root?: string;
-  /** Extra environment for the hive process (test builds: HIVE_TEST_PLANT). */
-  env?: Record<string, string>;
+  /** Run the hive with a deliberately broken step (src/testing/seams.ts): the invariants must catch it. */
+  plant?: PlantName;
   /** Workload ticks per second. */
   rate?: number;
   /** Restrict the plan to these fault kinds (default: every kind at least once). */
@@ -135,7 +136,7 @@ async function runChaosIn(work: string, kinds: readonly FaultKind[], skipped: Pa
   await ensureAgent(root, { id: CLIENT, brain: { kind: 'external' } });
   for (const id of agentIds) await ensureAgent(root, { id, brain: { kind: 'module', module: BRAIN } });
 
-  const child = new ChaosChild(configFile, options.env ?? {});
+  const child = new ChaosChild(configFile, options.plant ? ['--test-plant', options.plant] : []);
   const workload = new Workload(root, agentIds, rng, (r, a, text) => remember(r, a, text));
   const outside = path.join(work, 'outside');
   fs.mkdirSync(outside, { recursive: true });

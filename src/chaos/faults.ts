@@ -220,7 +220,7 @@ export async function supervisorKill(ctx: FaultContext, riders: FaultKind[], slo
     if (r === 'journal-truncate') notes.push(truncateJournals(ctx));
     if (r === 'stale-lock') notes.push(leaveStaleLocks(ctx));
   }
-  const restarted = await ctx.child.start(slow ? { HIVE_CHAOS_FSYNC_DELAY_MS: '4' } : {}).then(
+  const restarted = await ctx.child.start(slow ? ['--test-fsync-delay-ms', '4'] : []).then(
     () => true,
     () => false,
   );

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
 import { openRegular, readRegularText } from './regular-file.ts';
 import { hiveModes } from './modes.ts';
+import { fsyncDelayMs } from '../testing/seams.ts';
 
 /**
  * Crash-safe file writes. Every durable write follows the same four steps:
@@ -22,12 +23,8 @@ import { hiveModes } from './modes.ts';
 
 export const TMP_PREFIX = '.tmp-';
 
-/**
- * Chaos hook: `HIVE_CHAOS_FSYNC_DELAY_MS` makes every sync wait that long first (a slow
- * disk). Read once per thread at load; 0 (the default) costs one comparison.
- */
-const FSYNC_DELAY_MS = Number(process.env.HIVE_CHAOS_FSYNC_DELAY_MS ?? 0) || 0;
-const sleeper = FSYNC_DELAY_MS > 0 ? new Int32Array(new SharedArrayBuffer(4)) : null;
+/** Waits of the slow-disk seam (src/testing/seams.ts: `fsyncDelayMs`; 0 in production). */
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 /**
  * fdatasync a file by path on libuv's thread pool: several of these run at once, and the
@@ -57,7 +54,8 @@ async function syncPathAsync(target: string, dataOnly: boolean): Promise<void> {
 
 /** `syncFd` on libuv's thread pool. Callbacks, not fs.promises: a FileHandle per message cost the router ~10% of its CPU. */
 async function syncFdAsync(fd: number, dataOnly: boolean): Promise<void> {
-  if (FSYNC_DELAY_MS > 0) await new Promise((r) => setTimeout(r, FSYNC_DELAY_MS));
+  const delay = fsyncDelayMs();
+  if (delay > 0) await new Promise((r) => setTimeout(r, delay));
   await new Promise<void>((resolve, reject) => {
     const done = (err: NodeJS.ErrnoException | null) => (err ? reject(err) : resolve());
     if (dataOnly) fs.fdatasync(fd, done);
@@ -67,7 +65,8 @@ async function syncFdAsync(fd: number, dataOnly: boolean): Promise<void> {
 
 /** fsync (or fdatasync with `dataOnly`) a file descriptor. Every durable write goes through here. */
 export function syncFd(fd: number, dataOnly = false): void {
-  if (sleeper) Atomics.wait(sleeper, 0, 0, FSYNC_DELAY_MS);
+  const delay = fsyncDelayMs();
+  if (delay > 0) Atomics.wait(sleeper, 0, 0, delay);
   if (dataOnly) fs.fdatasyncSync(fd);
   else fs.fsyncSync(fd);
 }

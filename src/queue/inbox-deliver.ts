@@ -15,6 +15,7 @@ import { isRealDirectory, readRegularFile } from '../fs/regular-file.ts';
 import { hiveModes } from '../fs/modes.ts';
 import { lockFs } from '../lock/lock-fs.ts';
 import { crashPoint } from '../testing/crash-point.ts';
+import { plantActive } from '../testing/seams.ts';
 
 /**
  * Delivery into an inbox: gap-free sequence numbers assigned under the inbox lock
@@ -51,9 +52,6 @@ interface InboxIndex {
   lastSeq: number;
   ids: Set<string>;
 }
-
-/** Test builds only: `HIVE_TEST_PLANT=no-idempotency` delivers ids again (a planted bug). */
-const NO_IDEMPOTENCY = process.env.HIVE_TEST_PLANT === 'no-idempotency';
 
 /** Per-process cache of each inbox's last seq and known ids, keyed by inbox folder. */
 const indexCache = new Map<string, InboxIndex>();
@@ -294,7 +292,7 @@ export async function deliver(root: string, agentId: string, messages: HiveMessa
       const fresh = new Set<string>();
       let seq = index.lastSeq;
       for (const m of messages) {
-        if ((!NO_IDEMPOTENCY && index.ids.has(m.id)) || fresh.has(m.id)) {
+        if ((index.ids.has(m.id) && !plantActive('no-idempotency')) || fresh.has(m.id)) {
           outcomes.push({ id: m.id, status: 'duplicate' });
           continue;
         }

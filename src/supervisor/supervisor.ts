@@ -40,13 +40,7 @@ import { listQuestions, answerQuestion, type Question } from '../human/questions
 import { applyArchiveCap, archiveSession, sweepOrphanSessions } from '../session/archive.ts';
 import { brainIdentity, writeSwitchOffer } from '../session/switch.ts';
 import { MemoryActors } from '../memory/actors.ts';
-import type { CrashPointName } from '../testing/crash-point.ts';
-
-/** @internal Test seams, passed in by tests (never read from the environment). */
-export interface TestingOptions {
-  /** Stop the thread that reaches this crash point (src/testing/crash-point.ts). */
-  crashAt?: CrashPointName;
-}
+import { installSeams, type TestSeams } from '../testing/seams.ts';
 
 export interface ActorStatus {
   id: string;
@@ -123,7 +117,7 @@ export class Supervisor {
   constructor(
     readonly config: HiveConfig,
     private readonly observe: ObserveOptions = {},
-    private readonly testing: TestingOptions = {},
+    private readonly testing: TestSeams = {},
   ) {
     this.root = config.root;
     this.notices = new GodNotices(this.root, (senders) => this.kickRouter(senders));
@@ -144,6 +138,10 @@ export class Supervisor {
     if (this.started) throw new HiveError('E_STOPPED', 'This hive was already started; create a new one');
     this.started = true;
     useGroupModes(this.config.permissions === 'group');
+    // This thread writes too (sends, notices): a plant or a slow disk applies here as well.
+    // A crash point never does: it would stop the caller's own thread.
+    const { crashAt: _workersOnly, ...here } = this.testing;
+    if (here.plant || here.fsyncDelayMs) installSeams(here, this.root);
     const phases: Record<string, number> = {};
     let mark = performance.now();
     const phase = (name: string) => {
@@ -582,9 +580,9 @@ export class Supervisor {
     );
   }
 
-  /** What a worker's init carries for a test (a crash point to stop at). */
-  private testingInit(): Pick<WorkerInit, 'crashAt'> {
-    return this.testing.crashAt ? { crashAt: this.testing.crashAt } : {};
+  /** What a worker's init carries for a test (src/testing/seams.ts). */
+  private testingInit(): Pick<WorkerInit, 'seams'> {
+    return Object.keys(this.testing).length > 0 ? { seams: this.testing } : {};
   }
 
   /** The running turns the deadline watches: agents whose worker thread is alive. */

@@ -2,7 +2,8 @@ import path from 'node:path';
 import { loadConfig } from '../../config/load.ts';
 import { createHive } from '../../hive.ts';
 import type { Delivery } from '../../../actors/protocol.ts';
-import { JSON_OPTION, str, type Command } from '../args.ts';
+import { JSON_OPTION, badArgs, int, str, type Command, type ParsedArgs } from '../args.ts';
+import { PLANTS, type PlantName, type TestSeams } from '../../testing/seams.ts';
 import { startInspector, type Inspector } from '../../inspector/server.ts';
 import { terminalLine } from '../terminal.ts';
 
@@ -18,15 +19,27 @@ export function formatDelivery(d: Delivery): string {
   return `${clock()}  ${terminalLine(arrow).padEnd(26)} ${d.act.padEnd(8)} ${text}${ask}\n`;
 }
 
+/** The test seams `hive chaos` starts its hive with (src/testing/seams.ts); none otherwise. */
+function seamsOf(command: Command, args: ParsedArgs): TestSeams {
+  const seams: TestSeams = {};
+  const plant = str(args, 'test-plant');
+  if (plant !== undefined) {
+    if (!(PLANTS as readonly string[]).includes(plant)) throw badArgs(command, `expected --test-plant to be one of ${PLANTS.join(', ')}, got ${JSON.stringify(plant)}`);
+    seams.plant = plant as PlantName;
+  }
+  if (str(args, 'test-fsync-delay-ms') !== undefined) seams.fsyncDelayMs = int(args, 'test-fsync-delay-ms', command, 0);
+  return seams;
+}
+
 export const startCommand: Command = {
   name: 'start',
   summary: 'start the supervisor on a config file and run until Ctrl-C',
-  usage: 'hive start [--config FILE] [--quiet] [--json]',
-  options: { config: { type: 'string' }, quiet: { type: 'boolean' }, ...JSON_OPTION },
+  usage: 'hive start [--config FILE] [--quiet] [--json]   (hive chaos adds --test-plant NAME, --test-fsync-delay-ms N)',
+  options: { config: { type: 'string' }, quiet: { type: 'boolean' }, ...JSON_OPTION, 'test-plant': { type: 'string' }, 'test-fsync-delay-ms': { type: 'string' } },
   async run(args, io) {
     const file = path.resolve(io.cwd, str(args, 'config') ?? 'hive.config.ts');
     const config = await loadConfig(file);
-    const hive = createHive(config);
+    const hive = createHive(config, { testing: seamsOf(this, args) });
     const json = args.values.json === true;
     const quiet = args.values.quiet === true;
     /** --json: one JSON object a line for each event (tools and the chaos engine read them). */
