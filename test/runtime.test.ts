@@ -253,3 +253,16 @@ describe('worker flags', () => {
     expect(watchdogInterval([600_000])).toBe(1_000);
   });
 });
+
+describe('wake-ups, not polls', () => {
+  it('with the router and inbox polls at 60 s, an API send and a hand-written outbox file are each answered within 1 s', async () => {
+    const hive = await startHive(
+      fastConfig({ agents: [{ id: 'echo', brain: { kind: 'echo' } }, client], router: { pollMs: 60_000 }, supervisor: { inboxPollMs: 60_000 } }),
+    );
+    await new Promise((r) => setTimeout(r, 200)); // past the start-up passes: from here on only wake-ups move anything
+    const sent = await hive.send({ from: 'client', to: 'echo', act: 'request', body: 'woken, not polled' });
+    await waitFor(hive, () => inbox(hive.root, 'client').some((m) => m.in_reply_to === sent.id), 'reply to the API send', 1_000);
+    fs.writeFileSync(path.join(agentPaths(hive.root, 'client').outbox, 'by-hand.json'), JSON.stringify({ id: 'by-hand-nopoll', from: 'client', to: 'echo', act: 'request', body: 'by hand' }));
+    await waitFor(hive, () => inbox(hive.root, 'client').some((m) => m.in_reply_to === 'by-hand-nopoll'), 'reply to the hand-written file', 1_000);
+  });
+});
