@@ -100,9 +100,11 @@ describe('git audit trail', () => {
     trail.hold();
     await trail.start();
     trail.note('early note');
-    await new Promise((r) => setTimeout(r, 400));
+    // Held: noted, but no commit scheduled at all (so none can start, however long we wait).
+    expect(trail.scheduled).toBe(false);
     expect(trail.commits).toBe(0);
     trail.release();
+    expect(trail.scheduled).toBe(true);
     const deadline = Date.now() + 10_000;
     while (trail.commits === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(trail.commits).toBe(1);
@@ -110,7 +112,7 @@ describe('git audit trail', () => {
     trail.hold();
     fs.writeFileSync(path.join(root, 'registry.json'), '{"changed":true}\n');
     trail.note('registry changed');
-    await new Promise((r) => setTimeout(r, 300));
+    expect(trail.scheduled).toBe(false);
     expect(trail.commits).toBe(1);
     await trail.flush();
     expect(trail.commits).toBe(2);

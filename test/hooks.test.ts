@@ -18,6 +18,7 @@ import { committedCursor } from '../src/queue/committed-cursor.ts';
 import { readJsonl } from '../src/session/journal.ts';
 import { sessionPaths } from '../src/session/paths.ts';
 import { currentSession } from '../src/session/session.ts';
+import { HOOK_BUDGET_MS } from '../src/cli/commands/hook.ts';
 import { agentToken } from '../src/hooks/agent-token.ts';
 import { isAgentId } from '../src/protocol/agent-id.ts';
 
@@ -132,13 +133,14 @@ describe('hooks socket', () => {
     const server = net.createServer(() => undefined); // accepts, never answers
     await new Promise<void>((r) => server.listen(sock, r));
     try {
+      // In this process: the bound is the shim's own budget, not a process start on a loaded machine.
+      const io = memoryIO('{}', { HIVE_SOCK: sock, AGENT_ID: 'ext' });
       const t0 = Date.now();
-      const r = await runHive(['hook', '--event', 'Stop'], { input: '{}', env: { HIVE_SOCK: sock, AGENT_ID: 'ext' } });
+      expect(await runCli(['hook', '--event', 'Stop'], io.io)).toBe(0);
       const ms = Date.now() - t0;
-      expect(r.code).toBe(0);
-      expect(r.stdout.trim()).toBe('{}');
-      expect(ms).toBeLessThan(5_000 + 1_500); // 4.5 s budget plus process start on a loaded machine
-      expect(r.stderr).toContain('No answer');
+      expect(io.stdout.trim()).toBe('{}');
+      expect(ms).toBeLessThan(HOOK_BUDGET_MS + 1_000);
+      expect(io.stderr).toContain('No answer');
     } finally {
       server.close();
     }
@@ -175,13 +177,11 @@ describe('hooks socket', () => {
     });
     let out = '';
     shim.stdout.on('data', (d) => (out += String(d)));
-    const t0 = Date.now();
     shim.stdin.write(`${JSON.stringify({ tool_name: 'Bash', tool_input: { command: 'rm -rf x' } })}\n`); // and never closed
+    // It exits while its stdin is still open (held by it, it would hang until the test times out).
     const code = await new Promise<number | null>((resolve) => shim.once('exit', resolve));
-    const ms = Date.now() - t0;
     shim.stdin.destroy();
     expect(code).toBe(0);
     expect(JSON.parse(out)).toMatchObject({ decision: 'deny' });
-    expect(ms).toBeLessThan(5_000 + 1_500); // as above: the budget plus process start on a loaded machine
   }, 90_000);
 });

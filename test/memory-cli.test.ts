@@ -55,8 +55,14 @@ describe('hive memory CLI', () => {
     expect(r.source).toBe('index');
     expect(r.matches).toHaveLength(2);
     expect(r.matches[0]).toMatchObject({ agent: 'dba', heading: expect.any(String), excerpt: expect.any(String), score: expect.any(Number) });
-    const scoped = JSON.parse((await cli(['memory', 'search', 'rollback', '--agent', 'finance', '--json', '--root', root])).stdout);
+    // "month" is in finance's and dba's memories: scoped to finance, only finance's come back.
+    const both = JSON.parse((await cli(['memory', 'search', 'month', '--json', '--root', root])).stdout);
+    expect(new Set(both.matches.map((m: { agent: string }) => m.agent))).toEqual(new Set(['finance', 'dba']));
+    const scoped = JSON.parse((await cli(['memory', 'search', 'month', '--agent', 'finance', '--json', '--root', root])).stdout);
+    expect(scoped.matches.length).toBeGreaterThan(0); // `every` over nothing would pass
     expect(scoped.matches.every((m: { agent: string }) => m.agent === 'finance')).toBe(true);
+    // "rollback" is only devops's: scoped to finance, nothing (not devops's match).
+    expect(JSON.parse((await cli(['memory', 'search', 'rollback', '--agent', 'finance', '--json', '--root', root])).stdout).matches).toEqual([]);
   }, 90_000);
 
   it('search: bad flags are usage errors naming them (exit 2)', async () => {

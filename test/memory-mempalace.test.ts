@@ -51,6 +51,7 @@ describe('MemPalace', () => {
     expect(calls(root).at(-1)).toEqual(['search', 'PgBouncer connections', '--results', '3']);
     const scoped = await searchMemory(root, 'Postgres', { agent: 'planner', limit: 2 });
     expect(calls(root).at(-1)).toEqual(['search', 'Postgres', '--results', '2', '--wing', 'planner']);
+    expect(scoped.matches.length).toBeGreaterThan(0); // `every` over nothing would pass
     expect(scoped.matches.every((m) => m.agent === 'planner')).toBe(true);
     expect((await searchMemory(root, 'PgBouncer', { mempalace: false })).source).toBe('index');
 

@@ -98,6 +98,11 @@ export class AuditTrail {
     this.schedule();
   }
 
+  /** True while a commit is scheduled (a timer armed): never while held. */
+  get scheduled(): boolean {
+    return this.timer !== null;
+  }
+
   onCommitted(listener: (c: AuditCommit) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);

@@ -7,6 +7,9 @@ import { isAlive, lockWithOwner, readOwner, recoverDeadLock, type LockOwner } fr
 import { makeDir } from '../fs/modes.ts';
 import { lockFs } from './lock-fs.ts';
 
+/** ms after which a hive.lock whose holder stopped refreshing it is broken (a dead holder's is taken over at once). */
+export const HIVE_LOCK_STALE_MS = 5_000;
+
 /**
  * `hive.lock`: one owner per hive root. The lock itself is proper-lockfile's
  * mkdir lock (refreshed while held, broken after `stale` ms without refresh); beside
@@ -51,7 +54,7 @@ export async function acquireHiveLock(root: string, options: HiveLockOptions = {
           lockfile.lock(p.root, {
             fs: lockFs,
             lockfilePath: p.lock,
-            stale: Math.max(2_000, options.stale ?? 5_000),
+            stale: Math.max(2_000, options.stale ?? HIVE_LOCK_STALE_MS),
             retries: 0,
             realpath: false,
             onCompromised: (err) => {

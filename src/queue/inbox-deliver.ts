@@ -117,6 +117,9 @@ function rememberId(index: InboxIndex, id: string, doneCap: number): void {
   }
 }
 
+/** ms after which an inbox lock whose holder stopped refreshing it is broken (a dead holder's is taken over at once). */
+export const INBOX_LOCK_STALE_MS = 5_000;
+
 export interface LockOptions {
   /** ms after which a lock whose holder stopped refreshing it is broken (min 2000). */
   stale?: number;
@@ -166,7 +169,7 @@ class InboxLease {
       lockfile.lock(this.p.inbox, {
         fs: lockFs,
         lockfilePath: this.p.inboxLock,
-        stale: options.stale ?? 5_000,
+        stale: options.stale ?? INBOX_LOCK_STALE_MS,
         realpath: false,
         retries: { retries: 2_000, factor: 1.2, minTimeout: 1, maxTimeout: 25 },
         onCompromised: () => {

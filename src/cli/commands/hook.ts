@@ -7,7 +7,7 @@ import { str, type Command } from '../args.ts';
 import path from 'node:path';
 
 /** Connect to answer; with process start (~0.5 s) the whole call stays under 5 s. */
-const BUDGET_MS = 4_000;
+export const HOOK_BUDGET_MS = 4_000;
 
 /** How long to wait for the event on stdin. */
 const STDIN_MS = 1_000;
@@ -72,7 +72,7 @@ export const hookCommand: Command = {
     if (token !== undefined) event.agent_token ??= token;
     const sock = str(args, 'sock') ?? io.env.HIVE_SOCK ?? resolveSocketPath(path.resolve(io.cwd, str(args, 'root') ?? io.env.HIVE_ROOT ?? '.hive'), HOOKS_SOCKET);
     try {
-      const answer = await requestJsonLine(sock, event, Math.max(100, BUDGET_MS - (Date.now() - started)));
+      const answer = await requestJsonLine(sock, event, Math.max(100, HOOK_BUDGET_MS - (Date.now() - started)));
       io.out(`${JSON.stringify(answer)}\n`);
     } catch (err) {
       // Never hold the agent up or fail it: a neutral answer and a note on stderr.
