@@ -1,15 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { tempRoot } from './helpers/temp.ts';
-import { FIXTURES, collectLines, startFixture } from './helpers/fixture.ts';
+import { FIXTURES } from './helpers/fixture.ts';
+import { alive, logged, replies, start, until } from './helpers/crash-hive.ts';
 import { fastConfig, nextEvent, startHive } from './helpers/hive.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { agentPaths, hivePaths } from '../src/layout/paths.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
-import { listInbox, readInboxEntry } from '../src/queue/inbox.ts';
+import { listInbox } from '../src/queue/inbox.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import { CRASH_POINTS, CRASH_POINT_REACHED, type CrashPointName } from '../src/testing/crash-point.ts';
@@ -23,34 +23,6 @@ import { CRASH_POINTS, CRASH_POINT_REACHED, type CrashPointName } from '../src/t
  * the brain asked again only for a turn that was not committed.
  */
 
-interface Run {
-  child: ChildProcess;
-  pid: number;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
-}
-
-function start(root: string, crashAt: CrashPointName | '-', brain: 'counter' | 'cli' | 'sleepy' = 'counter'): Promise<Run> {
-  const child = startFixture('crash-hive.ts', [root, crashAt, brain]);
-  return new Promise((resolve, reject) => {
-    const { exited } = collectLines(child, (line) => {
-      if (line.startsWith('ready ')) resolve({ child, pid: Number(line.slice(6)), exited });
-    });
-    void exited.then((x) => reject(new Error(`hive exited before ready: ${x.code} ${x.signal} ${x.stderr}`)));
-  });
-}
-
-async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-function replies(root: string): HiveMessage[] {
-  return listInbox(root, 'client').flatMap((e) => readInboxEntry(root, 'client', e.name) ?? []);
-}
-
 function calls(root: string): Map<string, number> {
   const counts = new Map<string, number>();
   let text = '';
@@ -61,21 +33,6 @@ function calls(root: string): Map<string, number> {
   }
   for (const id of text.split('\n').filter(Boolean)) counts.set(id, (counts.get(id) ?? 0) + 1);
   return counts;
-}
-
-function logged(root: string, type: string, pid: number): Record<string, unknown>[] {
-  return fs
-    .readFileSync(hivePaths(root).log, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .flatMap((l) => {
-      try {
-        return [JSON.parse(l) as Record<string, unknown>];
-      } catch {
-        return [];
-      }
-    })
-    .filter((e) => e.type === type && e.pid === pid);
 }
 
 interface Evidence {
@@ -172,16 +129,6 @@ describe('the conversation keeps up with the commit record', () => {
     expect(logged(root, 'session.caught-up', second.pid)).toHaveLength(1);
   }, 90_000);
 });
-
-/** A process that still runs (a zombie is dead: only not reaped yet). */
-function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 describe('provider processes die with what started them', () => {
   it('a worker ended at the turn deadline takes its provider with it; what the provider started dies when the agent restarts', async () => {

@@ -86,6 +86,26 @@ describe('memory search', () => {
     expect(readManifest(root)!.snapshot!.wings.dba).not.toBe(readManifest(root)!.wings.dba!.hash);
   });
 
+  it('a corrupt palace (torn manifest, garbage wing, torn index) is mined again whole, and searches find what they did before', async () => {
+    const root = await labelledHive();
+    const jobs = inlineJobs();
+    await runMinePass(root, mineSettings(), jobs, { force: true });
+    const before = await searchMemory(root, 'PgBouncer connections', { limit: 3 });
+    const palace = path.join(root, 'palace');
+    const manifest = fs.readFileSync(path.join(palace, 'manifest.json'), 'utf8');
+    fs.writeFileSync(path.join(palace, 'manifest.json'), manifest.slice(0, Math.floor(manifest.length / 2)));
+    fs.writeFileSync(path.join(palace, 'wings', 'dba.json'), 'not json at all');
+    const index = fs.readFileSync(path.join(palace, 'index.json'), 'utf8');
+    fs.writeFileSync(path.join(palace, 'index.json'), index.slice(0, 100));
+    const again = await runMinePass(root, mineSettings(), jobs); // not forced: the damage alone makes it mine
+    expect(again.mined).toEqual(expect.arrayContaining(['dba']));
+    expect(readManifest(root)).not.toBeNull();
+    expect(readWing(root, 'dba')?.docs.length).toBeGreaterThan(0);
+    const after = await searchMemory(root, 'PgBouncer connections', { limit: 3 });
+    expect(after.source).toBe('index');
+    expect(after.matches.map((m) => [m.agent, m.heading])).toEqual(before.matches.map((m) => [m.agent, m.heading]));
+  });
+
   it('respects the ignore list: notes are mined, ignored and non-memory files are not', async () => {
     const root = await labelledHive();
     const dir = agentPaths(root, 'support').dir;

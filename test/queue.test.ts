@@ -16,6 +16,7 @@ import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import { sweepTempFiles, tempNameFor, writeFileAtomic } from '../src/fs/atomic.ts';
 import { sweepDeadIntents, sweepThreadIntents } from '../src/lock/owner.ts';
 import { noteAdded, trimFolder } from '../src/fs/capped.ts';
+import { StateStore, encodeCommitLine, readStateFile, stateWalEnd } from '../src/agent/state-store.ts';
 
 async function hiveWith(...ids: string[]) {
   const root = tempRoot();
@@ -250,5 +251,30 @@ describe('capped folders (.sent, .done)', () => {
     }
     expect(most).toBeLessThanOrEqual(27);
     expect(fs.readdirSync(dir).sort().at(-1)).toBe(name(79));
+  });
+});
+
+describe('the commit log (state.wal)', () => {
+  it('a next commit torn at any byte is ignored: the last whole commit wins, and the next write goes where the torn one began', async () => {
+    const root = await hiveWith('a');
+    const store = new StateStore(root, 'a', 0);
+    const ctx = (cursor: number) => ({ agentId: 'a', cursor, handled: cursor, turns: cursor, brainState: { n: cursor }, timers: [] });
+    store.append(ctx(1), []);
+    const last = store.append(ctx(2), []);
+    store.close();
+    const end = stateWalEnd(root, 'a');
+    const next = encodeCommitLine({ ...last, commit: last.commit + 1, cursor: 3 });
+    const wal = agentPaths(root, 'a').stateWal;
+    const pristine = fs.readFileSync(wal);
+    for (let cut = 1; cut < next.length; cut++) {
+      const torn = Buffer.from(pristine);
+      next.copy(torn, end, 0, cut);
+      fs.writeFileSync(wal, torn);
+      const state = readStateFile(root, 'a')!;
+      expect(state.commit, `cut at ${cut}`).toBe(last.commit);
+      expect(state.cursor).toBe(2);
+      expect(stateWalEnd(root, 'a')).toBe(end);
+    }
+    fs.writeFileSync(wal, pristine);
   });
 });

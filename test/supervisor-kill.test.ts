@@ -9,6 +9,7 @@ import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { listInbox, readInboxEntry } from '../src/queue/inbox.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
 import { agentPaths } from '../src/layout/paths.ts';
+import { seededRandom } from './helpers/power-loss/crash-states.ts';
 
 const AGENTS = 4;
 const REQUESTS = 2_000;
@@ -35,9 +36,13 @@ describe('supervisor SIGKILL', () => {
     await ensureAgent(root, { id: 'client', brain: { kind: 'external' } });
     const requests: HiveMessage[] = [];
     let sup = await startSupervisor(root);
-    // Kill after 5 distinct random batches of 20 (not the first five or the last five).
+    // Kill after 5 distinct batches of 20 (not the first five or the last five), drawn from a
+    // seed that is printed: a failure can be run again with the same kill points.
+    const seed = Number(process.env.HIVE_TEST_SEED ?? Date.now() % 1_000_000);
+    const rnd = seededRandom(seed);
     const killAfterBatch = new Set<number>();
-    while (killAfterBatch.size < KILLS) killAfterBatch.add(5 + Math.floor(Math.random() * (REQUESTS / 20 - 10)));
+    while (killAfterBatch.size < KILLS) killAfterBatch.add(5 + Math.floor(rnd() * (REQUESTS / 20 - 10)));
+    process.stdout.write(`supervisor-kill: seed ${seed}, kills after batches ${[...killAfterBatch].sort((a, b) => a - b).join(', ')}\n`);
     let kills = 0;
     for (let i = 0; i < REQUESTS; i += 20) {
       const batch = Array.from({ length: 20 }, (_, k) =>

@@ -53,6 +53,12 @@ function digest(json: string): string {
   return createHash('sha256').update(json).digest('hex').slice(0, 16);
 }
 
+/** One commit as its line in state.wal: `<digest> <json>\n`. */
+export function encodeCommitLine(record: StateFile): Buffer {
+  const json = JSON.stringify(record);
+  return Buffer.from(`${digest(json)} ${json}\n`);
+}
+
 interface WalScan {
   best: StateFile | undefined;
   /** Offset just after the best line (where the next commit goes). */
@@ -128,8 +134,7 @@ export class StateStore {
   /** Commits `next` and the turn's messages durably (one pwrite + fdatasync). */
   append(next: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): StateFile {
     const record = this.record(next, messages, session);
-    const json = JSON.stringify(record);
-    const line = Buffer.from(`${digest(json)} ${json}\n`);
+    const line = encodeCommitLine(record);
     if (line.length > this.walBytes / 2) {
       this.checkpoint(record);
       return record;

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { agentPaths, hivePaths } from '../layout/paths.ts';
 import { controlRequest } from '../supervisor/control.ts';
 import { listDeadLetters } from '../queue/dead-letter.ts';
-import { stateWalEnd } from '../agent/state-store.ts';
+import { encodeCommitLine, readStateFile, stateWalEnd } from '../agent/state-store.ts';
 import type { ChaosChild } from './child.ts';
 import type { Rng } from './rng.ts';
 import type { Workload } from './workload.ts';
@@ -176,18 +176,27 @@ export async function diskFull(ctx: FaultContext): Promise<void> {
   record(ctx, 'disk-full', t0, ok, `disk full for ${heldMs} ms, then room again`);
 }
 
-/** While the supervisor is down: a torn commit in a state log, a journal cut mid-line. */
+/**
+ * While the supervisor is down: a torn commit in a state log, as a power cut in the middle
+ * of its write leaves it (the first part of a real next commit's line, the rest of the
+ * preallocated log still zeros), and `log.jsonl` cut mid-line.
+ */
 function truncateJournals(ctx: FaultContext): string {
   const agent = ctx.rng.pick(ctx.agents);
   const p = agentPaths(ctx.root, agent);
   const done: string[] = [];
-  if (fs.existsSync(p.stateWal)) {
+  const last = fs.existsSync(p.stateWal) ? readStateFile(ctx.root, agent) : undefined;
+  if (last) {
     const end = stateWalEnd(ctx.root, agent);
-    const torn = Buffer.from(`0123456789abcdef {"version":1,"agent":"${agent}","commit":99999999,"cursor":999`);
+    // The commit that would come next, whole and valid, of which only a part reached the disk.
+    const next = encodeCommitLine({ ...last, commit: last.commit + 1, cursor: last.cursor + 1, committed_at: new Date().toISOString() });
+    const torn = next.subarray(0, ctx.rng.int(1, next.length - 1));
     const fd = fs.openSync(p.stateWal, 'r+');
-    if (end + torn.length < fs.fstatSync(fd).size) fs.writeSync(fd, torn, 0, torn.length, end);
+    if (end + torn.length < fs.fstatSync(fd).size) {
+      fs.writeSync(fd, torn, 0, torn.length, end);
+      done.push(`agents/${agent}/state.wal (a commit torn after ${torn.length} of ${next.length} bytes, at ${end})`);
+    }
     fs.closeSync(fd);
-    done.push(`agents/${agent}/state.wal (torn commit at ${end})`);
   }
   const log = hivePaths(ctx.root).log;
   const size = fs.statSync(log).size;

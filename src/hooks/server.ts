@@ -16,6 +16,7 @@ import { JsonlJournal } from '../session/journal.ts';
 import { evaluateToolPolicy, type DenyRule } from './policy.ts';
 import { HOOKS_SOCKET } from './socket-name.ts';
 import { AGENT_TOKEN_ENV, ensureHiveKey, isAgentToken } from './agent-token.ts';
+import { pendingAck, setPendingAck } from './pending-ack.ts';
 
 /**
  * The hooks socket `<root>/hooks.sock` (mode 0600, HIVE_SOCK for agent CLIs). One
@@ -133,7 +134,7 @@ function acknowledge(root: string, agentId: string, token: string, options: Hook
   return seq;
 }
 
-function answerFor(root: string, e: HookEvent, options: HooksOptions, pendingAck: Map<string, string>): Record<string, unknown> {
+function answerFor(root: string, e: HookEvent, options: HooksOptions): Record<string, unknown> {
   if (typeof e.ack === 'string') acknowledge(root, e.agent_id, e.ack, options);
   switch (e.hook_event_name) {
     case 'PreToolUse': {
@@ -144,15 +145,15 @@ function answerFor(root: string, e: HookEvent, options: HooksOptions, pendingAck
       return { ok: true, cursor: typeof e.ack === 'string' ? committedCursor(root, e.agent_id) : null };
     case 'Stop': {
       if (!options.isPassive(e.agent_id)) return { ok: true };
-      const previous = pendingAck.get(e.agent_id);
+      const previous = pendingAck(root, e.agent_id);
       if (e.stop_hook_active && previous) acknowledge(root, e.agent_id, previous, options);
       const entries = readInbox(root, e.agent_id, committedCursor(root, e.agent_id), 50).entries;
       if (entries.length === 0) {
-        pendingAck.delete(e.agent_id);
+        if (previous) setPendingAck(root, e.agent_id, null);
         return { ok: true };
       }
       const ack = `${e.agent_id}:${entries.at(-1)!.seq}`;
-      pendingAck.set(e.agent_id, ack);
+      if (ack !== previous) setPendingAck(root, e.agent_id, ack);
       const text = entries.map((x) => describeInput({ kind: 'message', seq: x.seq, message: x.message })).join('\n\n');
       return {
         ok: true,
@@ -171,7 +172,6 @@ function answerFor(root: string, e: HookEvent, options: HooksOptions, pendingAck
 export async function startHooksServer(root: string, options: HooksOptions): Promise<JsonLineServer> {
   ensureHiveKey(root);
   const socketPath = socketPathFor(root, HOOKS_SOCKET);
-  const pendingAck = new Map<string, string>();
   const journals = new Map<string, JsonlJournal<unknown>>();
   const server = await listenJsonLine(socketPath, {
     maxBytes: options.maxLineBytes,
@@ -186,7 +186,7 @@ export async function startHooksServer(root: string, options: HooksOptions): Pro
       }
       let answer: Record<string, unknown>;
       try {
-        answer = answerFor(root, e, options, pendingAck);
+        answer = answerFor(root, e, options);
       } catch (err) {
         appendEvent(root, { type: 'hook.rejected', agent: e.agent_id, event: e.hook_event_name, error: (err as Error).message });
         throw err;

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { hivePaths } from '../layout/paths.ts';
 import { readJsonFile, writeFileAtomic, writeJsonAtomic } from '../fs/atomic.ts';
 import { makeDir } from '../fs/modes.ts';
+import { openRegular } from '../fs/regular-file.ts';
 
 /**
  * `palace/`, the miner's search index. It is a cache of the memory files: everything in
@@ -117,7 +118,7 @@ export function readWing(root: string, agent: string): Wing | null {
 export function readWingHash(root: string, agent: string): string | null {
   let fd: number;
   try {
-    fd = fs.openSync(wingFile(root, agent), 'r');
+    fd = openRegular(wingFile(root, agent)).fd;
   } catch {
     return null;
   }

@@ -1,0 +1,63 @@
+import fs from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { collectLines, startFixture } from './fixture.ts';
+import { hivePaths } from '../../src/layout/paths.ts';
+import { listInbox, readInboxEntry } from '../../src/queue/inbox.ts';
+import type { HiveMessage } from '../../src/protocol/message.ts';
+import type { CrashPointName } from '../../src/testing/crash-point.ts';
+
+/** Drives test/fixtures/crash-hive.ts: a hive in its own process, to SIGKILL and start again. */
+
+export interface Run {
+  child: ChildProcess;
+  pid: number;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
+}
+
+export function start(root: string, crashAt: CrashPointName | '-', brain: 'counter' | 'cli' | 'sleepy' | 'crashy' = 'counter'): Promise<Run> {
+  const child = startFixture('crash-hive.ts', [root, crashAt, brain]);
+  return new Promise((resolve, reject) => {
+    const { exited } = collectLines(child, (line) => {
+      if (line.startsWith('ready ')) resolve({ child, pid: Number(line.slice(6)), exited });
+    });
+    void exited.then((x) => reject(new Error(`hive exited before ready: ${x.code} ${x.signal} ${x.stderr}`)));
+  });
+}
+
+export async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export function replies(root: string): HiveMessage[] {
+  return listInbox(root, 'client').flatMap((e) => readInboxEntry(root, 'client', e.name) ?? []);
+}
+
+export function logged(root: string, type: string, pid: number): Record<string, unknown>[] {
+  return fs
+    .readFileSync(hivePaths(root).log, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    })
+    .filter((e) => e.type === type && e.pid === pid);
+}
+
+/** A process that still runs (a zombie is dead: only not reaped yet). */
+export function alive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
