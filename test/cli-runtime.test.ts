@@ -54,7 +54,12 @@ describe('hive start / status / spawn / stop against a running supervisor', () =
     expect(readInbox(root, 'client', 0).entries[0]?.message.in_reply_to).toBe(sent.stdout.trim());
     expect(run.lines.some((l) => l.includes('client → late') && l.includes('request'))).toBe(true);
 
-    const text = await runHive(['status', '--root', root]);
+    // The table, once the turn is committed and reported (not at a fixed moment: a loaded machine may lag).
+    let text = await runHive(['status', '--root', root]);
+    for (let i = 0; i < 50 && !/late\s+agent\s+echo\s+idle\s+running\s+0\s+0\s+1/.test(text.stdout); i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      text = await runHive(['status', '--root', root]);
+    }
     expect(text.stdout).toMatch(/late\s+agent\s+echo\s+idle\s+running\s+0\s+0\s+1/);
 
     expect((await runHive(['stop', 'late', '--root', root])).code).toBe(0);
