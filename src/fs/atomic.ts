@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
-import { openRegular, readRegularText } from './regular-file.ts';
+import { readRegularText } from './regular-file.ts';
 import { hiveModes } from './modes.ts';
 import { fsyncDelayMs } from '../testing/seams.ts';
 
@@ -42,9 +42,9 @@ export async function fsyncDirAsync(dir: string): Promise<void> {
 async function syncPathAsync(target: string, dataOnly: boolean): Promise<void> {
   // Only the flush waits on the disk: open and close run here (microseconds each), so
   // the flush is one trip to the pool instead of three (each trip is two thread switches).
-  // A file is flushed only if it is still a regular file (it may have been swapped for a
-  // FIFO since it was read); a folder is opened O_DIRECTORY | O_NONBLOCK: never blocks.
-  const fd = dataOnly ? openRegular(target).fd : openDirectory(target);
+  // Opened so that nothing put in its place can block the flush: O_NONBLOCK (a FIFO; a
+  // flush of one fails, and its caller falls back), O_NOFOLLOW for a file, O_DIRECTORY for a folder.
+  const fd = dataOnly ? fs.openSync(target, FLUSH_FILE_FLAGS) : openDirectory(target);
   try {
     await syncFdAsync(fd, dataOnly);
   } finally {
@@ -98,6 +98,8 @@ function writerAlive(tempName: string): boolean {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+const FLUSH_FILE_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
 
 /** Opens a folder to flush it: O_DIRECTORY (anything else fails with ENOTDIR) and O_NONBLOCK. */
 function openDirectory(dir: string): number {

@@ -6,8 +6,8 @@ import { HiveError } from '../errors.ts';
  * entry is read only when it is a regular file, and it is opened so that nothing else can
  * be reached through it:
  *
- *   - the entry's type comes from `readdir` (d_type) or `lstat`, never from `stat`, so a
- *     symlink is seen as a symlink and its target is never read;
+ *   - a queue entry's type comes from `readdir` (d_type), never from `stat`, so a symlink
+ *     is seen as a symlink and its target is never read;
  *   - anything that is not a regular file (FIFO, socket, device, directory, symlink) is
  *     never opened: opening a FIFO blocks until a writer comes, a device may act on open;
  *   - a regular file is opened with O_NOFOLLOW | O_NONBLOCK and checked again with fstat,
@@ -37,13 +37,15 @@ export function notRegularError(where: string, kind: EntryKind): HiveError {
 const READ_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
 
 /**
- * Opens `file` for reading only if it is a regular file (see above). `kind` is what the
- * caller already knows from `readdir` (skips an lstat). Throws `E_NOT_REGULAR` for
- * anything else, and the usual ENOENT when it is gone.
+ * Opens `file` for reading only if it is a regular file (see above). `kind`: what the
+ * caller knows from `readdir`; anything but a file is refused unopened. Without it (one of
+ * Hive's own files, at a name Hive chose) the open itself is the check: O_NOFOLLOW fails on
+ * a symlink, O_NONBLOCK keeps a FIFO from blocking, fstat refuses what is not a file (only
+ * a device, which only root can make, would be opened). Throws `E_NOT_REGULAR`, or the
+ * usual ENOENT when it is gone.
  */
 export function openRegular(file: string, where = file, kind?: EntryKind): { fd: number; stats: fs.Stats } {
-  const k = kind ?? entryKind(fs.lstatSync(file));
-  if (k !== 'file') throw notRegularError(where, k);
+  if (kind !== undefined && kind !== 'file') throw notRegularError(where, kind);
   let fd: number;
   try {
     fd = fs.openSync(file, READ_FLAGS);
