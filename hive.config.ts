@@ -1,7 +1,7 @@
 // The bundled demo hive: `npm start` runs it. Offline, no API keys: every brain is a
 // TypeScript module in scripts/demo/. A planner splits a task between a researcher and a
 // writer; the writer asks the people a question (it lands at god as an ASK ME card).
-import { defineConfig } from './src/config/schema.ts';
+import { defineConfig } from 'hive-runtime';
 
 export default defineConfig({
   root: './demo-hive',

@@ -53,6 +53,16 @@ function isParsed(config: HiveConfigInput | HiveConfig): config is HiveConfig {
   return typeof (config as HiveConfig).configDir === 'string';
 }
 
+/** How `createHive` is set up beside the config. */
+export interface CreateHiveOptions {
+  /** Relative paths of the config resolve against this folder (default: the current one). */
+  configDir?: string;
+  /** Telemetry exporters and readers of the caller's own (tests, embedding apps). */
+  observe?: ObserveOptions;
+  /** @internal Test seams (src/testing/seams.ts). */
+  testing?: TestSeams;
+}
+
 /**
  * Creates a hive from a config object (as `hive.config.ts` exports it). Relative paths
  * resolve against `configDir` (default: the current directory).
@@ -62,7 +72,7 @@ function isParsed(config: HiveConfigInput | HiveConfig): config is HiveConfig {
  * hive.on('processed', (e) => console.log(e.agent, e.sent));
  * await hive.send({ from: 'god', to: 'echo', act: 'request', body: 'ping' });
  */
-export function createHive(config: HiveConfigInput | HiveConfig, options: { configDir?: string; observe?: ObserveOptions; /** @internal */ testing?: TestSeams } = {}): Hive {
+export function createHive(config: HiveConfigInput | HiveConfig, options: CreateHiveOptions = {}): Hive {
   const parsed = isParsed(config) ? config : parseConfig(config, options.configDir ?? process.cwd());
   const supervisor = new Supervisor(parsed, options.observe ?? {}, options.testing ?? {});
   return {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runChaos, formatReport, FAULT_KINDS } from '../src/index.ts'; // the public API, as a user's tests would
+import { runChaos, formatReport, FAULT_KINDS } from '../src/chaos.ts'; // the public entry (hive-runtime/chaos), as a user's tests would
 import { tempDir } from './helpers/temp.ts';
 import { mountProblem } from './helpers/mount.ts';
 import type { PlantName } from '../src/testing/seams.ts';

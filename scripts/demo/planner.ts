@@ -1,6 +1,6 @@
 // The demo's planner: splits a task into two pieces, hands them to the researcher and
 // the writer, collects both reports and tells god the plan is done.
-import { defineBrain } from '../../src/brains/module.ts';
+import { defineBrain } from 'hive-runtime/brain';
 
 interface PlannerState {
   [key: string]: unknown;

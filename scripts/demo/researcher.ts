@@ -1,5 +1,5 @@
 // The demo's researcher: answers a research request with the topics it finds in the brief.
-import { defineBrain } from '../../src/brains/module.ts';
+import { defineBrain } from 'hive-runtime/brain';
 
 export default defineBrain((input, ctx) => {
   if (input.kind !== 'message' || input.message.act !== 'request') return;

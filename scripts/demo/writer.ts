@@ -1,7 +1,7 @@
 // The demo's writer: asks the people which tone to use (an ASK ME card for god) and
 // arms a durable timer. It answers the planner when god replies, or after the timer
 // fires with the default tone; the timer survives restarts like everything else.
-import { defineBrain } from '../../src/brains/module.ts';
+import { defineBrain } from 'hive-runtime/brain';
 
 const WAIT_MS = Number(process.env.HIVE_DEMO_WAIT_MS ?? 20_000);
 

@@ -1,5 +1,5 @@
 import { execaNode, type ResultPromise } from 'execa';
-import { compiledModule } from '../supervisor/bundle.ts';
+import { compiledEntry } from '../supervisor/bundle.ts';
 import type { GitResult } from './git-exec.ts';
 
 /**
@@ -64,7 +64,7 @@ export class GitRunner {
 
   /** Starts the runner process; `git()` uses it once it reports ready. */
   static async start(): Promise<GitRunner> {
-    const file = await compiledModule('src/audit/git-process.ts');
+    const file = await compiledEntry('git-process');
     return new GitRunner(execaNode(file, [], RUNNER_OPTIONS));
   }
 

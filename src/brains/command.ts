@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { execa } from 'execa';
 import { HiveError } from '../errors.ts';
-import { repoRoot } from '../repo-root.ts';
+import { providerBinDir } from '../package-files.ts';
 import { AGENT_TOKEN_ENV, agentToken } from '../hooks/agent-token.ts';
 import type { BrainSpec } from '../config/schema.ts';
 import { buildPrompt, type ToolDescription } from './prompt.ts';
@@ -58,7 +58,7 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
     ...env.extraEnv,
     // `hive` on the PATH (scripts/bin/hive → the bin), so the get_memory usage the prompt
     // describes (`hive memory search ...`) runs from inside the provider process.
-    PATH: [path.join(repoRoot(), 'scripts', 'bin'), spec.env?.PATH ?? process.env.PATH ?? ''].join(path.delimiter),
+    PATH: [providerBinDir(), spec.env?.PATH ?? process.env.PATH ?? ''].join(path.delimiter),
     AGENT_ID: env.agentId,
     AGENT_NAME: env.agentName,
     HIVE_ROOT: env.root,

@@ -1,11 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import readline from 'node:readline';
 import { HiveError } from '../errors.ts';
-import { repoRoot } from '../repo-root.ts';
+import { hiveBin } from '../package-files.ts';
 
-const REPO = repoRoot();
-const BIN = path.join(REPO, 'scripts', 'hive.mjs');
+const BIN = hiveBin();
 
 export interface ChildEvent {
   event: string;
@@ -31,7 +29,6 @@ export class ChaosChild {
     const t0 = Date.now();
     // The real `hive start`, in machine-readable mode: what an operator would run.
     const proc = spawn(process.execPath, [BIN, 'start', '--config', this.configFile, '--json', '--quiet', ...this.baseArgs, ...extraArgs], {
-      cwd: REPO,
       env: process.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

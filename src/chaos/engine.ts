@@ -12,11 +12,11 @@ import { FAULT_KINDS, WHILE_DOWN, brainThrow, diskFull, fifo, garbageInbox, garb
 import { watchRouting } from './routing-watch.ts';
 import { SUPERVISED_KINDS, checkInvariants, type Invariant } from './invariants.ts';
 import { controlRequest } from '../supervisor/control.ts';
-import { repoRoot } from '../repo-root.ts';
+import { shippedFile } from '../package-files.ts';
 import type { PlantName } from '../testing/seams.ts';
 
-const REPO = repoRoot();
-const BRAIN = path.join(REPO, 'scripts', 'chaos', 'brain.ts');
+/** The workload's brain (src/chaos/brain.ts; compiled, in the package). */
+const BRAIN = shippedFile('src/chaos/brain.ts');
 
 export interface ChaosOptions {
   /** The hive to model: its agent ids and placement are used; brains are replaced. */

@@ -2,6 +2,7 @@ import { HiveError, errorMessage, isHiveError } from '../errors.ts';
 import { parseCommandArgs, type Command } from './args.ts';
 import { processIO, type CliIO } from './io.ts';
 import { terminalText } from './terminal.ts';
+import { packageVersion } from '../package-files.ts';
 /**
  * Commands load on demand: `hive hook` and `hive send` must start fast, and most
  * commands do not need the supervisor, XState or esbuild.
@@ -48,6 +49,39 @@ async function helpText(): Promise<string> {
   return `${lines.join('\n')}\n`;
 }
 
+/** `hive <command> --help`: its usage, what it does, and its options. */
+function commandHelp(command: Command): string {
+  const options = Object.entries(command.options).map(([flag, o]) => `  --${flag}${o.type === 'string' ? ' VALUE' : ''}${o.multiple ? ' (repeatable)' : ''}`);
+  return `usage: ${command.usage}\n\n${command.summary}\n${options.length > 0 ? `\noptions:\n${options.join('\n')}\n` : ''}`;
+}
+
+/** The known name nearest to a mistyped one (at most 2 edits), or null. */
+function closest(name: string, names: string[]): string | null {
+  let best: string | null = null;
+  let bestDistance = 3;
+  for (const candidate of names) {
+    const d = editDistance(name, candidate);
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/** Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`. */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
 /** Exit codes: 0 ok, 1 failure (invalid message, I/O, locked), 2 usage error. */
 export function exitCodeOf(err: unknown): number {
   return isHiveError(err, 'E_BAD_ARGS') ? 2 : 1;
@@ -59,6 +93,10 @@ export function exitCodeOf(err: unknown): number {
  */
 export async function runCli(argv: string[], io: CliIO = processIO()): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === '-V' || name === 'version') {
+    io.out(`${packageVersion()}\n`);
+    return 0;
+  }
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
     io.out(await helpText());
     return name === undefined ? 2 : 0;
@@ -68,10 +106,15 @@ export async function runCli(argv: string[], io: CliIO = processIO()): Promise<n
   if (sub) rest.shift();
   const load = Object.hasOwn(LOADERS, name) ? LOADERS[name] : undefined;
   if (!sub && !load) {
-    io.err(`hive: unknown command ${JSON.stringify(name)}\n\n${await helpText()}`);
+    const near = closest(name, COMMAND_NAMES);
+    io.err(`hive: unknown command ${JSON.stringify(name)}${near ? ` (did you mean \`hive ${near}\`?)` : ''}; \`hive --help\` lists them\n`);
     return 2;
   }
   const command = sub ?? (await load!());
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.out(commandHelp(command));
+    return 0;
+  }
   try {
     const args = parseCommandArgs(command, rest);
     return await command.run(args, io);

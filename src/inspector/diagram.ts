@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { repoRoot } from '../repo-root.ts';
+import { packageRoot } from '../package-files.ts';
 import type { MachineGraph } from './machine-graph.ts';
 
 /**
@@ -42,7 +42,7 @@ let elk: Elk | null = null;
 
 function getElk(): Elk {
   // elk.bundled.js is CommonJS and brings its own layout worker emulation for Node.
-  const ELK = createRequire(path.join(repoRoot(), 'package.json'))('elkjs/lib/elk.bundled.js') as new () => Elk;
+  const ELK = createRequire(path.join(packageRoot(), 'package.json'))('elkjs/lib/elk.bundled.js') as new () => Elk;
   elk ??= new ELK();
   return elk;
 }

@@ -7,7 +7,7 @@ import { HiveError, errorMessage, isHiveError } from '../errors.ts';
 import { renderMachineSvg } from './diagram.ts';
 import { MACHINES, machineGraph, type MachineName } from './machine-graph.ts';
 import { InspectorModel, type InspectorUpdate } from './model.ts';
-import { repoRoot } from '../repo-root.ts';
+import { shippedFile } from '../package-files.ts';
 import { TOKEN_COOKIE, createToken, presentedToken, tokenMatches } from './auth.ts';
 
 /**
@@ -28,8 +28,8 @@ export interface Inspector {
   close(): Promise<void>;
 }
 
-/** From the package folder, not this module's URL: the CLI may run as a compiled bundle. */
-const STATIC_DIR = path.join(repoRoot(), 'src', 'inspector', 'static');
+/** Found from the package folder, not this module's URL: the CLI runs as a bundle of its own. */
+const STATIC_DIR = shippedFile('src/inspector/static');
 const STATIC: Record<string, { file: string; type: string }> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/assets/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },

@@ -13,6 +13,7 @@ import { createPoolJobs } from './pool.ts';
 import { runMinePass, type MinePassResult } from './mine.ts';
 import { condenseAgentMemory, type ReflectResult } from './reflect.ts';
 import { condenseSettingsOf, mineSettingsOf, resolveSummarizer } from './settings.ts';
+import { drainWithin } from '../supervisor/drain.ts';
 
 /** How the supervisor reports a memory host's crashes, restarts and failure (as for any host). */
 export type MemoryHostReports = Pick<HostChildHooks<unknown>, 'onCrashed' | 'onRestarted' | 'onFailed'>;
@@ -84,7 +85,7 @@ export class MemoryActors {
         return handle;
       },
       drain: async (handle) => {
-        await Promise.race([handle.call(async (api) => (api as unknown as Comlink.Remote<MemoryHostApi>).stop()), new Promise((r) => setTimeout(r, 10_000))]).catch(() => undefined);
+        await drainWithin(handle.call(async (api) => (api as unknown as Comlink.Remote<MemoryHostApi>).stop()), 10_000);
       },
       onCrashed: reports.onCrashed,
       onRestarted: reports.onRestarted,

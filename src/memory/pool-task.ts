@@ -1,5 +1,5 @@
 /**
- * The piscina task module (compiled by `compiledModule`; never imported by the package).
+ * The piscina task module (compiled by `compiledEntry`; never imported by the package).
  * Each call runs one memory job in a pool thread.
  */
 import { runMemoryTask, type MemoryTask } from './task.ts';

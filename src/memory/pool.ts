@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
-import { compiledModule } from '../supervisor/bundle.ts';
+import { compiledEntry } from '../supervisor/bundle.ts';
 import { workerExecArgv, workerResourceLimits } from '../supervisor/worker-handle.ts';
 import { jobsFrom, type MemoryJobs } from './jobs.ts';
 
@@ -22,7 +22,7 @@ export interface PoolOptions {
 export function createPoolJobs(options: PoolOptions): MemoryJobs {
   let pool: Promise<Piscina> | null = null;
   const get = () =>
-    (pool ??= compiledModule('src/memory/pool-task.ts').then(
+    (pool ??= compiledEntry('pool-task').then(
       (file) =>
         new Piscina({
           filename: pathToFileURL(file).href,

@@ -1,27 +1,53 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { writeFileAtomic } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
-import { repoRoot } from '../repo-root.ts';
+import { PACKAGE_NAME, cacheDir as hiveCacheDir, packageRoot, runningFromSource } from '../package-files.ts';
 
 /**
  * Workers run compiled JavaScript. Measured on Node 20 (2 cores): a worker that
  * registers tsx's loader takes ~175 ms and ~28 MB to start; a bundled entry starts in
- * a fraction of that. So the supervisor bundles each worker entry, dependencies
- * included (one file to parse instead of hundreds of ESM modules to resolve), and each
- * TypeScript module brain, once per process into a content-addressed file; workers
- * import that file directly (DESIGN §1: "or run compiled JS").
+ * a fraction of that. Each of Hive's own entries (HIVE_ENTRIES) is one bundle,
+ * dependencies included (one file to parse instead of hundreds of ESM modules to
+ * resolve). The package ships them prebuilt in `dist/workers/` (`npm run build`); a
+ * checkout running its TypeScript builds them on first use into its cache, reused while
+ * none of their inputs changed. A user's TypeScript module brain is bundled the same
+ * way, into the per-user cache (never into the installed package).
  */
 
-const REPO = repoRoot();
+/** Hive's own entries that run as their own module: worker threads, a pool's task, a helper process, the telemetry SDK. */
+export const HIVE_ENTRIES = {
+  'agent-host': 'actors/agent-host.ts',
+  'router-host': 'actors/router-host.ts',
+  'miner-host': 'actors/miner-host.ts',
+  'reflector-host': 'actors/reflector-host.ts',
+  'pool-task': 'src/memory/pool-task.ts',
+  'git-process': 'src/audit/git-process.ts',
+  'telemetry-sdk': 'src/telemetry/sdk.ts',
+} as const;
+
+export type HiveEntry = keyof typeof HIVE_ENTRIES;
+
+/** Worker hosts: split, so code reached only through import() loads when first used. */
+export const SPLIT_ENTRIES: ReadonlySet<HiveEntry> = new Set(['agent-host', 'router-host', 'miner-host', 'reflector-host']);
+
+/**
+ * esbuild options of every Hive bundle (the build script uses them too). Bundled CommonJS
+ * dependencies may call require(): the ESM bundle gets one.
+ */
+export const BUNDLE_OPTIONS = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  banner: { js: "import { createRequire as __hiveCreateRequire } from 'node:module'; const require = __hiveCreateRequire(import.meta.url);" },
+} as const;
 
 function cacheDir(): string {
-  const inRepo = path.join(REPO, 'node_modules', '.cache', 'hive');
-  const dir = fs.existsSync(path.join(REPO, 'node_modules')) ? inRepo : path.join(os.tmpdir(), `hive-cache-${process.getuid?.() ?? 0}`);
+  const dir = hiveCacheDir();
   fs.mkdirSync(dir, { recursive: true });
   return dir;
 }
@@ -79,21 +105,13 @@ async function bundle(entry: string, name: string, external: boolean, split = fa
   let result;
   try {
     result = await build({
+      ...BUNDLE_OPTIONS,
       metafile: true,
       entryPoints: [entry],
       ...(split ? { splitting: true, outdir: cacheDir(), entryNames: `${name}-[hash]`, chunkNames: 'chunk-[hash]', outExtension: { '.js': '.mjs' } } : {}),
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
       write: false,
       logLevel: 'silent',
-      ...(external
-        ? { packages: 'external' as const }
-        : {
-            // Bundled CommonJS dependencies may call require(); give the ESM bundle one.
-            banner: { js: "import { createRequire as __hiveCreateRequire } from 'node:module'; const require = __hiveCreateRequire(import.meta.url);" },
-          }),
+      ...(external ? { packages: 'external' as const, banner: {} } : {}),
     });
   } catch (err) {
     throw new HiveError('E_WORKER', `Cannot compile ${entry}: ${(err as Error).message}`, { cause: err });
@@ -113,33 +131,30 @@ async function bundle(entry: string, name: string, external: boolean, split = fa
   return file;
 }
 
-/** Compiled file of a worker entry in `actors/` (e.g. `agent-host`), built once per process. */
-export function workerEntry(kind: string): Promise<string> {
-  const key = `actor:${kind}`;
-  let p = built.get(key);
+/**
+ * The compiled file of one of Hive's own entries (`agent-host`, `git-process`, ...): the
+ * prebuilt one of the package, or, running from the checkout's sources, built once per
+ * process (and reused across processes while its inputs are unchanged).
+ */
+export function compiledEntry(name: HiveEntry): Promise<string> {
+  let p = built.get(`hive:${name}`);
   if (!p) {
-    // Dependencies bundled too: one file to parse instead of hundreds of modules to resolve.
-    p = bundle(path.join(REPO, 'actors', `${kind}.ts`), kind, false, true);
-    built.set(key, p);
-    p.catch(() => built.delete(key));
+    p = runningFromSource() ? bundle(path.join(packageRoot(), HIVE_ENTRIES[name]), name, false, SPLIT_ENTRIES.has(name)) : prebuilt(name);
+    built.set(`hive:${name}`, p);
+    p.catch(() => built.delete(`hive:${name}`));
   }
   return p;
 }
 
-/**
- * Compiled file of a module run outside tsx (a repo-relative `.ts` path: a piscina task
- * module such as `src/memory/pool-task.ts`, a helper process such as
- * `src/audit/git-process.ts`), dependencies bundled, built once per process.
- */
-export function compiledModule(relPath: string): Promise<string> {
-  const key = `task:${relPath}`;
-  let p = built.get(key);
-  if (!p) {
-    p = bundle(path.join(REPO, relPath), `task-${path.basename(relPath, '.ts')}`, false);
-    built.set(key, p);
-    p.catch(() => built.delete(key));
-  }
-  return p;
+async function prebuilt(name: HiveEntry): Promise<string> {
+  const file = path.join(packageRoot(), 'dist', 'workers', `${name}.mjs`);
+  if (!fs.existsSync(file)) throw new HiveError('E_WORKER', `${file} is missing: this copy of ${PACKAGE_NAME} was not built (npm run build)`);
+  return file;
+}
+
+/** The compiled file of a worker host (agent-host, router-host, miner-host, reflector-host). */
+export function workerEntry(kind: 'agent-host' | 'router-host' | 'miner-host' | 'reflector-host'): Promise<string> {
+  return compiledEntry(kind);
 }
 
 /**

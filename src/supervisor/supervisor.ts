@@ -41,6 +41,7 @@ import { applyArchiveCap, archiveSession, sweepOrphanSessions } from '../session
 import { brainIdentity, writeSwitchOffer } from '../session/switch.ts';
 import { MemoryActors } from '../memory/actors.ts';
 import { installSeams, type TestSeams } from '../testing/seams.ts';
+import { drainWithin } from './drain.ts';
 
 export interface ActorStatus {
   id: string;
@@ -540,7 +541,7 @@ export class Supervisor {
       },
       drain: async (handle) => {
         const grace = this.config.supervisor.stopGraceMs;
-        await Promise.race([handle.call((api) => api.stopAll(grace)), new Promise((r) => setTimeout(r, grace + 500 + this.flushBudgetMs()))]).catch(() => undefined);
+        await drainWithin(handle.call((api) => api.stopAll(grace)), grace + 500 + this.flushBudgetMs());
       },
       onCrashed: (info) => this.onHostCrashed(hostId, info),
       onRestarted: (info) => {
@@ -630,7 +631,7 @@ export class Supervisor {
         return handle;
       },
       drain: async (handle) => {
-        await Promise.race([handle.call((api) => api.stop()), new Promise((res) => setTimeout(res, 5_000 + this.flushBudgetMs()))]).catch(() => undefined);
+        await drainWithin(handle.call((api) => api.stop()), 5_000 + this.flushBudgetMs());
       },
       onCrashed: (info) => this.onHostCrashed(ROUTER_HOST, info),
       onRestarted: (info) => {

@@ -1,5 +1,7 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
+// Types from the package's own entry (its ESM path has no declarations a consumer could resolve).
+import type { Remote } from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import type { WorkerEvent, WorkerInit } from '../../actors/protocol.ts';
 import { HiveError } from '../errors.ts';
@@ -101,7 +103,7 @@ export interface WorkerExit {
  * worker would wait forever).
  */
 export class WorkerHandle<Api> {
-  readonly api: Comlink.Remote<Api>;
+  readonly api: Remote<Api>;
   readonly exited: Promise<WorkerExit>;
   private expected = false;
   /** Why the supervisor killed it (a turn deadline): becomes the exit's error. */
@@ -187,7 +189,7 @@ export class WorkerHandle<Api> {
   }
 
   /** Runs a call on the worker's API; rejects with E_WORKER if the worker dies first. */
-  async call<T>(fn: (api: Comlink.Remote<Api>) => Promise<T>): Promise<T> {
+  async call<T>(fn: (api: Remote<Api>) => Promise<T>): Promise<T> {
     return Promise.race([
       fn(this.api),
       this.exited.then((x) => {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { agentPaths } from '../layout/paths.ts';
-import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import type { Tracer } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
@@ -13,13 +13,12 @@ import { writeConfigSnapshot } from '../audit/config-snapshot.ts';
 import { startLogRotation } from '../log/rotate.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { HiveError, errorMessage } from '../errors.ts';
-import { moduleBrainUrl } from '../supervisor/bundle.ts';
+import { compiledEntry } from '../supervisor/bundle.ts';
 import { createHiveMetrics, type HiveMetrics } from './metrics.ts';
 import type { TracingHandle } from './sdk.ts';
 import type { MetricsHandle } from './sdk-metrics.ts';
 import type { WorkerTelemetryInit } from './worker.ts';
 import { receiveSpans } from './relay.ts';
-import { repoRoot } from '../repo-root.ts';
 
 /** In-process exporters for an embedding application or a test (not part of the config file). */
 export interface ObserveOptions {
@@ -28,9 +27,6 @@ export interface ObserveOptions {
   /** Reads the hive's metrics (e.g. an InMemoryMetricExporter behind a reader). */
   metricReader?: IMetricReader;
 }
-
-/** Found from the package folder: this module may run from a compiled CLI bundle. */
-const SDK_FILE = path.join(repoRoot(), 'src', 'telemetry', 'sdk.ts');
 
 /**
  * The supervisor's observability (DESIGN §7), in one place so the supervisor only
@@ -73,7 +69,7 @@ export class HiveObserver {
             ...(options.spanExporter ? { exporter: options.spanExporter } : { otlpEndpoint: t!.otlpEndpoint }),
           });
           o.tracer = o.tracing.tracer;
-          o.sdkUrl = await moduleBrainUrl(SDK_FILE);
+          o.sdkUrl = pathToFileURL(await compiledEntry('telemetry-sdk')).href;
         }
         const m = await import('./sdk-metrics.ts');
         o.metricsSdk = m.startMetrics({

@@ -4,7 +4,7 @@
 //   "chaos:ask ..."         asks god; replies to the requester when the answer arrives
 import fs from 'node:fs';
 import path from 'node:path';
-import { defineBrain } from '../../src/brains/module.ts';
+import { defineBrain } from '../brains/define.ts';
 
 interface State {
   [key: string]: unknown;

@@ -1,0 +1,13 @@
+/**
+ * `hive-runtime/low-level`: the pieces under the runtime, for tools that write into a hive
+ * or test a transport: outbox writers, the filesystem transport, the hive's folders and lock.
+ */
+export { ensureHive, ensureAgent, type AgentSpec } from './layout/ensure.ts';
+export { hivePaths, agentPaths, type HivePaths, type AgentPaths } from './layout/paths.ts';
+export { createFsTransport, type FsTransportOptions } from './queue/fs-transport.ts';
+export { writeOutbox, writeOutboxAsync, FLUSHED_MESSAGE_MODE } from './queue/outbox.ts';
+export type { Transport, PendingItem } from './queue/transport.ts';
+export type { DeliveryOutcome } from './queue/inbox-deliver.ts';
+export type { InboxEntry } from './queue/inbox.ts';
+export type { DeadLetterReason } from './queue/dead-letter.ts';
+export { acquireHiveLock, type HiveLock, type HiveLockOptions } from './lock/hive-lock.ts';
