@@ -39,6 +39,6 @@ export { remember, type MemoryInput, type RememberOptions, type Remembered } fro
 export { searchMemory, type MemorySearchOptions, type MemorySearchResult, type MemoryMatch } from './memory/search.ts';
 export { memoryStatus, type MemoryStatus } from './memory/status.ts';
 export { GET_MEMORY_TOOL, runGetMemory, type MemoryAccess } from './memory/tool.ts';
-export { registerSummarizer, type Summarizer, type SummaryRequest, type SummaryEntry } from './memory/summarizer.ts';
+export { registerSummarizer, type Summarizer, type SummarizerFactory, type SummaryRequest, type SummaryEntry } from './memory/summarizer.ts';
 export type { MinePassResult } from './memory/mine.ts';
 export type { ReflectResult } from './memory/reflect.ts';

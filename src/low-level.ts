@@ -11,3 +11,4 @@ export type { DeliveryOutcome } from './queue/inbox-deliver.ts';
 export type { InboxEntry } from './queue/inbox.ts';
 export type { DeadLetterReason } from './queue/dead-letter.ts';
 export { acquireHiveLock, type HiveLock, type HiveLockOptions } from './lock/hive-lock.ts';
+export type { LockOwner } from './lock/owner.ts';

@@ -185,6 +185,41 @@ describe('the public surface', () => {
     return out;
   }
 
+  it('names every type a public signature reaches (a consumer can write down what it is handed)', () => {
+    const files = ['index', 'brain', 'low-level', 'chaos'].map((e) => path.join(REPO, 'dist', 'src', `${e}.d.ts`));
+    const program = ts.createProgram(files, { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, types: ['node'], skipLibCheck: true });
+    const checker = program.getTypeChecker();
+    const exported = new Set<ts.Symbol>();
+    for (const f of files) {
+      for (const s of checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(f)!)!)) exported.add(s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s);
+    }
+    const named = ts.SymbolFlags.Interface | ts.SymbolFlags.TypeAlias | ts.SymbolFlags.Class | ts.SymbolFlags.Enum;
+    const seen = new Set<ts.Type>();
+    const unnamed = new Set<string>();
+    const visit = (t: ts.Type, via: string, depth: number): void => {
+      if (depth > 6 || seen.has(t)) return;
+      seen.add(t);
+      const sym = t.aliasSymbol ?? t.getSymbol();
+      const file = sym?.declarations?.[0]?.getSourceFile().fileName ?? '';
+      if (sym && !file.includes('/dist/')) return; // Node's and libraries' own types
+      if (sym && sym.flags & named && !exported.has(sym)) unnamed.add(`${sym.name} (${via})`);
+      if (t.isUnionOrIntersection()) for (const u of t.types) visit(u, via, depth + 1);
+      for (const p of t.getProperties()) {
+        const decl = p.valueDeclaration ?? p.declarations?.[0];
+        if (decl && (ts.getCombinedModifierFlags(decl as ts.Declaration) & ts.ModifierFlags.Private) === 0) visit(checker.getTypeOfSymbolAtLocation(p, decl), `${via}.${p.name}`, depth + 1);
+      }
+      for (const sig of [...t.getCallSignatures(), ...t.getConstructSignatures()]) {
+        visit(sig.getReturnType(), `${via}()`, depth + 1);
+        for (const a of sig.getParameters()) visit(checker.getTypeOfSymbolAtLocation(a, a.valueDeclaration!), `${via}(${a.name})`, depth + 1);
+      }
+    };
+    for (const s of exported) {
+      const decl = s.valueDeclaration ?? s.declarations?.[0];
+      if (decl) visit(s.flags & ts.SymbolFlags.Value ? checker.getTypeOfSymbolAtLocation(s, decl) : checker.getDeclaredTypeOfSymbol(s), s.name, 0);
+    }
+    expect([...unnamed]).toEqual([]);
+  });
+
   it('is exactly test/fixtures/public-api.json (an export added or removed by accident fails here; update the file on purpose)', () => {
     const file = path.join(REPO, 'test', 'fixtures', 'public-api.json');
     const now = surface();

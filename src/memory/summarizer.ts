@@ -79,7 +79,8 @@ export function summarizerFromSpec(spec: SummarizerSpec): Summarizer {
   return spec.kind === 'command' ? commandSummarizer(spec) : extractiveSummarizer();
 }
 
-type SummarizerFactory = (brain: BrainSpec, agent: string, root: string) => Summarizer | null;
+/** Makes the summarizer of an agent whose brain is of a registered kind (null: none for this one). */
+export type SummarizerFactory = (brain: BrainSpec, agent: string, root: string) => Summarizer | null;
 const providers = new Map<string, SummarizerFactory>();
 
 /**
