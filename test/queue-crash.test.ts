@@ -68,9 +68,12 @@ describe('durability under SIGKILL', () => {
     const delivered = results.flatMap((r) => r.lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { seq: number; tag: string })).sort((a, b) => a.seq - b.seq);
     const seqs = delivered.map((d) => d.seq);
     expect(seqs).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
-    // The two really interleaved: the lock changed hands many times, not once.
+    // The two really contended: the lock changed hands more than the once it would if one
+    // ran to the end before the other began. How often it changes hands is up to the
+    // scheduler (a loaded CI machine saw 7 where an idle one sees dozens), so only that.
     const handovers = delivered.filter((d, i) => i > 0 && d.tag !== delivered[i - 1]!.tag).length;
-    expect(handovers).toBeGreaterThan(10);
+    process.stdout.write(`queue-crash: the inbox lock changed hands ${handovers} times\n`);
+    expect(handovers).toBeGreaterThanOrEqual(2);
     const listed = listInbox(root, 'target');
     expect(listed.map((e) => e.seq)).toEqual(seqs);
     expect(new Set(listed.map((e) => e.id)).size).toBe(1000);
