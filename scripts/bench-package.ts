@@ -1,6 +1,7 @@
 // npm run bench:package — start-up costs of the installed package against the checkout,
 // in one run, interleaved: `hive --version`, `hive send`, `hive start` to its ready line
-// (4 echo agents), with `node -e ''` as the floor. Prints JSON.
+// (4 echo agents), with `node -e ''` as the floor; and, each in a process of its own, worker
+// spawn time and RSS per agent (scripts/bench/spawn-probe.mjs). Prints JSON.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -61,6 +62,24 @@ for (let r = 0; r < ROUNDS; r++) {
     if (r < 3) add(`${where}: hive start → ready (4 echo agents)`, await startToReady(bin, cwd, r));
   }
 }
+// Worker spawn and RSS: the probe imports the package by name from the consumer project, and
+// the sources (through tsx) in the checkout. Spawn samples are pooled over the rounds.
+const RSS_AGENTS = Number(process.env.BENCH_RSS_AGENTS ?? 20);
+const probe = path.join(ROOT, 'scripts', 'bench', 'spawn-probe.mjs');
+fs.copyFileSync(probe, path.join(app, 'spawn-probe.mjs'));
+const rss: Record<string, number[]> = {};
+for (let r = 0; r < 3; r++) {
+  for (const where of ['installed', 'checkout'] as const) {
+    const dir = path.join(work, `probe-${where}-${r}`);
+    const args = where === 'installed'
+      ? ['--expose-gc', path.join(app, 'spawn-probe.mjs'), 'hive-runtime', dir, String(RSS_AGENTS)]
+      : ['--expose-gc', '--import', 'tsx', probe, path.join(ROOT, 'src', 'index.ts'), dir, String(RSS_AGENTS)];
+    const line = execFileSync(process.execPath, args, { cwd: where === 'installed' ? app : ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const got = JSON.parse(line.trim().split('\n').at(-1)!) as { spawnMs: number[]; rssPerAgentMB: number };
+    for (const ms of got.spawnMs) add(`${where}: worker spawn`, ms);
+    (rss[where] ??= []).push(got.rssPerAgentMB);
+  }
+}
 const out = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, { medianMs: round(median(v)), minMs: round(Math.min(...v)), maxMs: round(Math.max(...v)), n: v.length }]));
-process.stdout.write(`${JSON.stringify({ benchmark: 'package', node: process.version, rounds: ROUNDS, startupMs: out }, null, 2)}\n`);
+process.stdout.write(`${JSON.stringify({ benchmark: 'package', node: process.version, rounds: ROUNDS, startupMs: out, rssPerAgentMB: Object.fromEntries(Object.entries(rss).map(([k, v]) => [k, { median: round(median(v), 1), rounds: v.map((x) => round(x, 1)), agents: RSS_AGENTS }])) }, null, 2)}\n`);
 fs.rmSync(work, { recursive: true, force: true });
