@@ -6,7 +6,7 @@
 import { parentPort, threadId, workerData, type MessagePort } from 'node:worker_threads';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import type { ActorInfo, AgentHostApi, HostedAgentSpec, RouterLinkMessage, WorkerEvent, WorkerInit } from './protocol.ts';
+import type { ActorInfo, AgentHostApi, HostedAgentSpec, RouterLinkMessage, WorkerEvent, WorkerInit } from '../src/protocol/worker.ts';
 import { AgentActor } from '../src/agent/agent-actor.ts';
 import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';

@@ -8,7 +8,7 @@ import { parentPort, threadId, workerData, type MessagePort } from 'node:worker_
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { createActor, fromPromise } from 'xstate';
-import type { ReflectorHostApi, WorkerEvent, WorkerInit } from './protocol.ts';
+import type { ReflectorHostApi, WorkerEvent, WorkerInit } from '../src/protocol/worker.ts';
 import { reflectorMachine } from '../machines/reflector.ts';
 import { connectJobs, inlineJobs, type MemoryJobs } from '../src/memory/jobs.ts';
 import { condenseAgentMemory, type ReflectResult } from '../src/memory/reflect.ts';

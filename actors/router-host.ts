@@ -8,7 +8,7 @@ import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { createActor, fromPromise } from 'xstate';
 import { watchOutboxes, type OutboxWatcher } from '../src/router/outbox-watcher.ts';
 import { PendingOutboxes } from '../src/router/pending-outboxes.ts';
-import type { RouterHostApi, RouterLinkMessage, WorkerEvent, WorkerInit } from './protocol.ts';
+import type { RouterHostApi, RouterLinkMessage, WorkerEvent, WorkerInit } from '../src/protocol/worker.ts';
 import type { HiveMessage } from '../src/protocol/message.ts';
 import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
 import { routerMachine } from '../machines/router.ts';

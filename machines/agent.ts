@@ -1,9 +1,10 @@
 import { assign, fromPromise, setup } from 'xstate';
 import type { HiveMessage } from '../src/protocol/message.ts';
+import type { DurableTimer, JsonValue } from '../src/protocol/timer.ts';
 
 /**
  * The agent actor's machine. Pure: every effect (reading the inbox, running the brain,
- * committing) is an invoked promise actor supplied with `.provide()` by `actors/agent-actor.ts`.
+ * committing) is an invoked promise actor supplied with `.provide()` by `src/agent/agent-actor.ts`.
  *
  *   idle ──wake──► fetching ──work──► thinking ──► committing ──► fetching (more, or woken meanwhile)
  *                      │ └─poison──► rejecting ─────────────────► fetching      └──► idle (otherwise)
@@ -14,16 +15,6 @@ import type { HiveMessage } from '../src/protocol/message.ts';
  * Durable timers are deadlines in context (`timers`), not XState `after` delays, which
  * a restored actor would lose.
  */
-
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
-
-export interface DurableTimer {
-  id: string;
-  name: string;
-  /** Epoch ms when the timer is due. */
-  at: number;
-  payload: JsonValue;
-}
 
 export interface WorkEntry {
   seq: number;

@@ -25,7 +25,7 @@ export { HiveError, isHiveError, ERROR_CODES, type HiveErrorCode, type HiveError
 export type { RegistryEntry, AgentStatus } from './registry/registry.ts';
 export type { ActorStatus } from './supervisor/supervisor.ts';
 export type { HiveEventMap, HiveEventName } from './supervisor/events.ts';
-export type { Delivery } from '../actors/protocol.ts';
+export type { Delivery } from './protocol/worker.ts';
 export type { Question } from './human/questions.ts';
 // Observability
 export { otelEnvFor } from './telemetry/env.ts';

@@ -561,9 +561,9 @@ describe('hostile disk', () => {
       expect([...paused]).toEqual(expect.arrayContaining(['g:disk full', 'router:disk full']));
       // An agent that fails while the disk is full: god's notice waits for room.
       const failed = nextEvent(hive, 'failed', (e) => e.agents.includes('fragile'));
-      await hive.supervisor.crashHostOf('fragile');
+      await hive.supervisor.workerOf('fragile')?.terminate();
       await waitFor(hive, () => hive.status().find((s) => s.id === 'fragile')?.status === 'running', 'fragile restarted');
-      await hive.supervisor.crashHostOf('fragile');
+      await hive.supervisor.workerOf('fragile')?.terminate();
       await failed;
       expect(readInbox(hive.root, 'god', 0).entries.some((e) => e.message.subject === 'agent(s) fragile failed')).toBe(false);
       fs.rmSync(filler);

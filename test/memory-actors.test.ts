@@ -72,7 +72,7 @@ describe('memory actors in a running hive', () => {
     await hive.mineMemory();
     const before = hive.status().find((r) => r.id === 'miner')!.threadId;
     const restarted = nextEvent(hive, 'restarted', (e) => e.host === 'miner');
-    await hive.supervisor.memory.crash('miner');
+    await hive.supervisor.memory.workerOf('miner')?.terminate();
     await restarted;
     const row = hive.status().find((r) => r.id === 'miner')!;
     expect(row.threadId).not.toBe(before);

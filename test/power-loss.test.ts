@@ -16,7 +16,7 @@ import { readStateFile } from '../src/agent/state-store.ts';
 import { AgentActor } from '../src/agent/agent-actor.ts';
 import { createEchoBrain } from '../src/brains/echo.ts';
 import { DEFAULT_SESSION_CAPS } from '../src/session/types.ts';
-import type { AgentSettings } from '../actors/protocol.ts';
+import type { AgentSettings } from '../src/protocol/worker.ts';
 
 /**
  * Power loss on the message path. A workload (a client's requests, the router, an echo

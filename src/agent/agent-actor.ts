@@ -1,15 +1,17 @@
+// Long on purpose: fetch, think, commit and reject share one crash order (docs/architecture.md,
+// "A turn, step by step") and the actor's state; split apart, each would need all of it.
 import { createActor, fromPromise, type Actor } from 'xstate';
 import {
   agentMachine,
   type AgentContext,
   persistedOf,
-  type DurableTimer,
   type PersistedAgentContext,
   type TurnResult,
   type Work,
   type WorkEntry,
 } from '../../machines/agent.ts';
-import type { ActorInfo, AgentSettings, HostedAgentSpec, WorkerEvent } from '../../actors/protocol.ts';
+import type { DurableTimer } from '../protocol/timer.ts';
+import type { ActorInfo, AgentSettings, HostedAgentSpec, WorkerEvent } from '../protocol/worker.ts';
 import type { Brain, BrainInput, BrainOutput, BrainTurn } from '../brains/types.ts';
 import { describeInput } from '../brains/prompt.ts';
 import { Session, currentSession } from '../session/session.ts';
@@ -32,24 +34,9 @@ import type { Span, Tracer } from '@opentelemetry/api';
 import { contextWith, endWithError, startHandle, startSend } from '../telemetry/spans.ts';
 import { ContextReporter } from './context-report.ts';
 import { TurnClock } from './turn-clock.ts';
+import { realClock, type Clock } from './clock.ts';
 import { sweepProviders } from '../brains/provider-processes.ts';
 
-/** Time source and timers, injectable for tests. */
-export interface Clock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-export const realClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms);
-    t.unref?.();
-    return t;
-  },
-  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-};
 
 export interface AgentActorOptions {
   root: string;

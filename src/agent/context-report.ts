@@ -1,6 +1,6 @@
-import type { ActorContextSummary, WorkerEvent } from '../../actors/protocol.ts';
+import type { ActorContextSummary, WorkerEvent } from '../protocol/worker.ts';
 import type { AgentContext } from '../../machines/agent.ts';
-import type { Clock } from './agent-actor.ts';
+import type { Clock } from './clock.ts';
 
 const BRAIN_STATE_CAP = 2_000;
 

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Delivery } from '../../actors/protocol.ts';
+import type { Delivery } from '../protocol/worker.ts';
 import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { hivePaths } from '../layout/paths.ts';
 import { appendEvent } from '../log/event-log.ts';

@@ -1,5 +1,5 @@
 import type { Act, HiveMessage } from '../protocol/message.ts';
-import type { DurableTimer, JsonValue } from '../../machines/agent.ts';
+import type { DurableTimer, JsonValue } from '../protocol/timer.ts';
 import type { ConversationView, TranscriptEvent } from '../session/types.ts';
 
 export type { JsonValue, DurableTimer, ConversationView, TranscriptEvent };

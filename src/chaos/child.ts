@@ -28,7 +28,7 @@ export class ChaosChild {
   async start(extraArgs: string[] = [], timeoutMs = 30_000): Promise<number> {
     const t0 = Date.now();
     // The real `hive start`, in machine-readable mode: what an operator would run.
-    const proc = spawn(process.execPath, [BIN, 'start', '--config', this.configFile, '--json', '--quiet', ...this.baseArgs, ...extraArgs], {
+    const proc = spawn(process.execPath, [BIN, 'start', '--config', this.configFile, '--json', '--quiet', '--test-fault-ops', ...this.baseArgs, ...extraArgs], {
       env: process.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -1,3 +1,5 @@
+// Long on purpose: the whole configuration schema in one file, so every option, default and
+// bound a user can set is read in one place.
 import path from 'node:path';
 import { z } from 'zod';
 import { HiveError, describeValue } from '../errors.ts';

@@ -1,4 +1,4 @@
-import type { Delivery } from '../../actors/protocol.ts';
+import type { Delivery } from '../protocol/worker.ts';
 import type { Hive } from '../hive.ts';
 import { HiveError } from '../errors.ts';
 import { GOD_ID } from '../protocol/agent-id.ts';

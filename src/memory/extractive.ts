@@ -1,5 +1,12 @@
 import { termsOf } from './terms.ts';
-import type { SummaryEntry } from './summarizer.ts';
+
+/** One memory entry handed to a summarizer. */
+export interface SummaryEntry {
+  heading: string;
+  date: string | null;
+  title: string;
+  body: string;
+}
 
 /**
  * The built-in condenser: extractive, no model. Each old entry keeps its heading (date

@@ -1,7 +1,9 @@
 import { execa } from 'execa';
 import { HiveError, errorMessage } from '../errors.ts';
 import type { BrainSpec } from '../config/schema.ts';
-import { extractiveSummary } from './extractive.ts';
+import { extractiveSummary, type SummaryEntry } from './extractive.ts';
+
+export type { SummaryEntry };
 
 /**
  * Summarizers turn the old entries of a memory into the text of its `## Condensed`
@@ -15,13 +17,6 @@ import { extractiveSummary } from './extractive.ts';
  *
  * A summarizer is a plain async function, so anything can be one.
  */
-
-export interface SummaryEntry {
-  heading: string;
-  date: string | null;
-  title: string;
-  body: string;
-}
 
 export interface SummaryRequest {
   agent: string;

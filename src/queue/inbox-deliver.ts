@@ -1,3 +1,5 @@
+// Long on purpose: delivery is one crash-ordered sequence (lock, link, flush, index, release:
+// docs/architecture.md, "Delivery"), read best from top to bottom in one file.
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';

@@ -8,7 +8,7 @@ import type { DeadLetterReason } from '../queue/dead-letter.ts';
 import type { DeliveryOutcome } from '../queue/inbox-deliver.ts';
 import { isTransientResourceError } from '../fs/shortage.ts';
 import { errorMessage, isHiveError } from '../errors.ts';
-import type { Delivery } from '../../actors/protocol.ts';
+import type { Delivery } from '../protocol/worker.ts';
 import { crashPoint } from '../testing/crash-point.ts';
 
 function deliveryOf(agent: string, seq: number, m: HiveMessage): Delivery {

@@ -2,7 +2,10 @@ import { HiveError, isHiveError } from '../errors.ts';
 import { listenJsonLine, requestJsonLine } from '../net/json-line.ts';
 import { publishSocketPath, resolveSocketPath, socketPathFor } from '../net/socket-path.ts';
 import type { HiveMessageInput } from '../protocol/message.ts';
-import type { Supervisor } from './supervisor.ts';
+import type { Question } from '../human/questions.ts';
+import type { HiveMessage } from '../protocol/message.ts';
+import type { RegistryEntry } from '../registry/registry.ts';
+import type { ActorStatus } from './status.ts';
 import { importSnapshot } from '../session/snapshots.ts';
 import { runSessionAction, type SessionAction } from '../session/actions.ts';
 
@@ -21,7 +24,22 @@ export type ControlRequest =
   | { op: 'answer'; question: string; body: string; again?: boolean }
   | { op: 'session'; agent: string; action: SessionAction; key?: string; name?: string }
   | { op: 'import'; name: string; into: string }
+  /** Only on a hive started with the fault ops of src/testing/fault-ops.ts (`hive chaos`). */
   | { op: 'crash'; agent: string };
+
+/** What the control socket needs of a running supervisor. */
+export interface ControlTarget {
+  status(): ActorStatus[];
+  spawn(spec: unknown): Promise<RegistryEntry>;
+  stop(id: string): Promise<void>;
+  send(message: HiveMessageInput): Promise<HiveMessage>;
+  questions(options: { open?: boolean }): Question[];
+  answer(question: string, body: string, options: { again?: boolean }): HiveMessage;
+  withAgentPaused<T>(agentId: string, fn: () => Promise<T> | T): Promise<T>;
+}
+
+/** Extra ops a hive is started with (fault injection for `hive chaos`): op name → handler. */
+export type ControlOps = Record<string, (request: Record<string, unknown>) => Promise<unknown>>;
 
 export interface ControlServer {
   close(): Promise<void>;
@@ -29,7 +47,7 @@ export interface ControlServer {
 
 export const CONTROL_SOCKET = 'control.sock';
 
-export async function startControlServer(root: string, supervisor: Supervisor): Promise<ControlServer> {
+export async function startControlServer(root: string, supervisor: ControlTarget, extra: ControlOps = {}): Promise<ControlServer> {
   const socketPath = socketPathFor(root, CONTROL_SOCKET);
   const server = await listenJsonLine(socketPath, {
     maxBytes: 1 << 20,
@@ -53,14 +71,14 @@ export async function startControlServer(root: string, supervisor: Supervisor): 
           return { ok: true, id: supervisor.answer(req.question, req.body, { again: req.again ?? false }).id };
         case 'session':
           return { ok: true, result: await runSessionAction(root, req.agent, req.action, req, supervisor) };
-        case 'crash':
-          // Chaos and tests: end the worker hosting an agent the way a crash would.
-          await supervisor.crashHostOf(req.agent);
-          return { ok: true };
         case 'import':
           return { ok: true, result: await supervisor.withAgentPaused(req.into, () => importSnapshot(root, req.name, req.into)) };
-        default:
-          throw new HiveError('E_BAD_ARGS', `Unknown control op ${JSON.stringify((raw as { op?: unknown })?.op)}`);
+        default: {
+          const op = (raw as { op?: unknown })?.op;
+          const handler = typeof op === 'string' && Object.hasOwn(extra, op) ? extra[op] : undefined;
+          if (handler) return { ok: true, result: await handler(raw as Record<string, unknown>) };
+          throw new HiveError('E_BAD_ARGS', `Unknown control op ${JSON.stringify(op)}`);
+        }
       }
     },
   });

@@ -1,4 +1,4 @@
-import type { Delivery } from '../../actors/protocol.ts';
+import type { Delivery } from '../protocol/worker.ts';
 import type { MinePassResult } from '../memory/mine.ts';
 import type { ReflectResult } from '../memory/reflect.ts';
 

@@ -3,7 +3,7 @@ import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 // Types from the package's own entry (its ESM path has no declarations a consumer could resolve).
 import type { Remote } from 'comlink';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import type { WorkerEvent, WorkerInit } from '../../actors/protocol.ts';
+import type { WorkerEvent, WorkerInit } from '../protocol/worker.ts';
 import { HiveError } from '../errors.ts';
 import { sweepThreadIntents } from '../lock/owner.ts';
 import { workerEntry } from './bundle.ts';

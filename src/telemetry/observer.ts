@@ -5,7 +5,7 @@ import { MessageChannel } from 'node:worker_threads';
 import type { Tracer } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { IMetricReader } from '@opentelemetry/sdk-metrics';
-import type { WorkerEvent } from '../../actors/protocol.ts';
+import type { WorkerEvent } from '../protocol/worker.ts';
 import type { HiveConfig } from '../config/schema.ts';
 import { AuditTrail } from '../audit/trail.ts';
 import { isAnswer, isQuestion, recordAnswer, recordQuestion } from '../audit/questions.ts';

@@ -13,6 +13,8 @@ export interface TestSeams {
   plant?: PlantName;
   /** Every flush waits this long first: a slow disk. */
   fsyncDelayMs?: number;
+  /** The control socket takes the fault ops of fault-ops.ts (`crash`). */
+  faultOps?: boolean;
 }
 
 export const PLANTS = ['cursor-before-state', 'no-idempotency'] as const;

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { loadConfig } from '../../config/load.ts';
 import { createHive } from '../../hive.ts';
-import type { Delivery } from '../../../actors/protocol.ts';
+import type { Delivery } from '../../protocol/worker.ts';
 import { JSON_OPTION, badArgs, int, str, type Command, type ParsedArgs } from '../args.ts';
 import { PLANTS, type PlantName, type TestSeams } from '../../testing/seams.ts';
 import { startInspector, type Inspector } from '../../inspector/server.ts';
@@ -28,14 +28,15 @@ function seamsOf(command: Command, args: ParsedArgs): TestSeams {
     seams.plant = plant as PlantName;
   }
   if (str(args, 'test-fsync-delay-ms') !== undefined) seams.fsyncDelayMs = int(args, 'test-fsync-delay-ms', command, 0);
+  if (args.values['test-fault-ops'] === true) seams.faultOps = true;
   return seams;
 }
 
 export const startCommand: Command = {
   name: 'start',
   summary: 'start the supervisor on a config file and run until Ctrl-C',
-  usage: 'hive start [--config FILE] [--quiet] [--json]   (hive chaos adds --test-plant NAME, --test-fsync-delay-ms N)',
-  options: { config: { type: 'string' }, quiet: { type: 'boolean' }, ...JSON_OPTION, 'test-plant': { type: 'string' }, 'test-fsync-delay-ms': { type: 'string' } },
+  usage: 'hive start [--config FILE] [--quiet] [--json]   (hive chaos adds --test-fault-ops, --test-plant NAME, --test-fsync-delay-ms N)',
+  options: { config: { type: 'string' }, quiet: { type: 'boolean' }, ...JSON_OPTION, 'test-plant': { type: 'string' }, 'test-fsync-delay-ms': { type: 'string' }, 'test-fault-ops': { type: 'boolean' } },
   async run(args, io) {
     const file = path.resolve(io.cwd, str(args, 'config') ?? 'hive.config.ts');
     const config = await loadConfig(file);

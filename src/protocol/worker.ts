@@ -9,14 +9,14 @@
  * - Errors cross as `{ code, message }` objects (structured clone drops prototypes).
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { BrainSpec } from '../src/config/schema.ts';
-import type { DurableTimer } from '../machines/agent.ts';
-import type { WorkerTelemetryInit } from '../src/telemetry/worker.ts';
-import type { RestoreMode, SessionCaps } from '../src/session/types.ts';
-import type { MemoryConfig } from '../src/memory/config.ts';
-import type { MinePassResult } from '../src/memory/mine.ts';
-import type { ReflectResult } from '../src/memory/reflect.ts';
-import type { TestSeams } from '../src/testing/seams.ts';
+import type { BrainSpec } from '../config/schema.ts';
+import type { DurableTimer } from './timer.ts';
+import type { WorkerTelemetryInit } from '../telemetry/worker.ts';
+import type { RestoreMode, SessionCaps } from '../session/types.ts';
+import type { MemoryConfig } from '../memory/config.ts';
+import type { MinePassResult } from '../memory/mine.ts';
+import type { ReflectResult } from '../memory/reflect.ts';
+import type { TestSeams } from '../testing/seams.ts';
 
 export type HostKind = 'agent-host' | 'router-host' | 'miner-host' | 'reflector-host';
 

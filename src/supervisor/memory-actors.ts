@@ -1,22 +1,20 @@
 import { ensureProviderSummarizers } from '../brains/summarizers.ts';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
-import type { MemoryHostApi, MemoryHostSettings, MinerHostApi, ReflectorHostApi, WorkerEvent } from '../../actors/protocol.ts';
+import type { MemoryHostApi, MemoryHostSettings, MinerHostApi, ReflectorHostApi, WorkerEvent } from '../protocol/worker.ts';
+import type { Worker } from 'node:worker_threads';
 import type { HiveConfig } from '../config/schema.ts';
-import type { RestartPolicy } from '../../machines/supervised-child.ts';
-import { HostChild, type HostChildHooks } from '../supervisor/host-child.ts';
-import { WorkerHandle } from '../supervisor/worker-handle.ts';
-import type { HiveEvents } from '../supervisor/events.ts';
-import type { ActorStatus } from '../supervisor/supervisor.ts';
+import type { HostChild } from './host-child.ts';
+import { WorkerHandle } from './worker-handle.ts';
+import type { SupervisorContext } from './context.ts';
+import { superviseWorker } from './supervise.ts';
+import { runtimeActorRow, type ActorStatus } from './status.ts';
 import { HiveError } from '../errors.ts';
-import { exposeJobs, type MemoryJobs } from './jobs.ts';
-import { createPoolJobs } from './pool.ts';
-import { runMinePass, type MinePassResult } from './mine.ts';
-import { condenseAgentMemory, type ReflectResult } from './reflect.ts';
-import { condenseSettingsOf, mineSettingsOf, resolveSummarizer } from './settings.ts';
-import { drainWithin } from '../supervisor/drain.ts';
-
-/** How the supervisor reports a memory host's crashes, restarts and failure (as for any host). */
-export type MemoryHostReports = Pick<HostChildHooks<unknown>, 'onCrashed' | 'onRestarted' | 'onFailed'>;
+import { exposeJobs, type MemoryJobs } from '../memory/jobs.ts';
+import { createPoolJobs } from '../memory/pool.ts';
+import { runMinePass, type MinePassResult } from '../memory/mine.ts';
+import { condenseAgentMemory, type ReflectResult } from '../memory/reflect.ts';
+import { condenseSettingsOf, mineSettingsOf, resolveSummarizer } from '../memory/settings.ts';
+import { drainWithin } from './drain.ts';
 
 type Kind = 'miner' | 'reflector';
 
@@ -32,19 +30,18 @@ export class MemoryActors {
   private starting: Promise<unknown> = Promise.resolve();
   private readonly values: Record<Kind, string> = { miner: 'stopped', reflector: 'stopped' };
 
-  constructor(
-    private readonly config: HiveConfig,
-    private readonly policy: RestartPolicy,
-    private readonly events: HiveEvents,
-    private readonly reports: (kind: Kind) => MemoryHostReports,
-  ) {}
+  private readonly config: HiveConfig;
+
+  constructor(private readonly ctx: SupervisorContext) {
+    this.config = ctx.config;
+  }
 
   private get settings(): MemoryHostSettings {
     return { memory: this.config.memory, configDir: this.config.configDir };
   }
 
   /**
-   * Starts both actors (after the router, DESIGN §5's order) without holding up the
+   * Starts both actors (after the router: docs/architecture.md, "Start and restore") without holding up the
    * hive's start: memory is not on the message path, and compiling and starting two
    * more workers would delay the first delivery by ~0.4 s. `started()` resolves once
    * both run; the pool starts on its first job.
@@ -70,8 +67,7 @@ export class MemoryActors {
   }
 
   private child<Api extends MemoryHostApi>(kind: Kind, entry: 'miner-host' | 'reflector-host'): HostChild<Api> {
-    const reports = this.reports(kind);
-    return new HostChild<Api>(kind, this.policy, {
+    return superviseWorker<Api>(this.ctx, kind, {
       start: async () => {
         const handle = await WorkerHandle.start<Api>(entry, { hostId: kind, root: this.config.root, memorySettings: this.settings }, (e) => this.onEvent(e));
         try {
@@ -87,21 +83,18 @@ export class MemoryActors {
       drain: async (handle) => {
         await drainWithin(handle.call(async (api) => (api as unknown as Comlink.Remote<MemoryHostApi>).stop()), 10_000);
       },
-      onCrashed: reports.onCrashed,
-      onRestarted: reports.onRestarted,
-      onFailed: reports.onFailed,
     });
   }
 
   private onEvent(e: WorkerEvent): void {
     if (e.type === 'memory.state') {
       this.values[e.actor] = e.value;
-      this.events.emit('state', { actor: e.actor, value: e.value });
+      this.ctx.events.emit('state', { actor: e.actor, value: e.value });
     } else if (e.type === 'memory.mined') {
-      this.events.emit('mined', e.result);
+      this.ctx.events.emit('mined', e.result);
     } else if (e.type === 'memory.condensed') {
       if (e.result.status === 'condensed') this.notifyMiner(e.result.agent);
-      this.events.emit('condensed', e.result);
+      this.ctx.events.emit('condensed', e.result);
     }
   }
 
@@ -109,30 +102,14 @@ export class MemoryActors {
   status(): ActorStatus[] {
     const rows: ActorStatus[] = [];
     for (const [kind, child] of [['miner', this.miner], ['reflector', this.reflector]] as const) {
-      if (!child) continue;
-      rows.push({
-        id: kind,
-        kind,
-        brain: '-',
-        host: kind,
-        state: this.values[kind],
-        status: child.state(),
-        restarts: child.restarts(),
-        inboxDepth: 0,
-        cursor: 0,
-        handled: 0,
-        threadId: child.handle?.threadId ?? null,
-        conversation: null,
-        busyMs: null,
-      });
+      if (child) rows.push(runtimeActorRow(kind, kind, this.values[kind], child));
     }
     return rows;
   }
 
-  /** @internal Terminates an actor's worker as a crash would (tests, chaos). */
-  async crash(kind: Kind): Promise<void> {
-    const handle = (kind === 'miner' ? this.miner : this.reflector)?.handle;
-    if (handle) await handle.worker.terminate();
+  /** The worker of a memory actor, or null (tests end it to make a crash). */
+  workerOf(kind: Kind): Worker | null {
+    return (kind === 'miner' ? this.miner : this.reflector)?.handle?.worker ?? null;
   }
 
   /** A memory changed: both actors take a look (mine soon, condense if oversized). */

@@ -1,0 +1,317 @@
+import type { AgentHostApi, AgentSettings, ActorContextSummary, HostedAgentSpec, WorkerEvent } from '../protocol/worker.ts';
+import { BrainSchema, type BrainSpec } from '../config/schema.ts';
+import type { RegistryEntry } from '../registry/registry.ts';
+import { appendEvent } from '../log/event-log.ts';
+import { HiveError, errorMessage } from '../errors.ts';
+import { PASSIVE_KINDS } from '../brains/create.ts';
+import { RESERVED_IDS } from '../protocol/agent-id.ts';
+import { committedCursor } from '../queue/committed-cursor.ts';
+import { TurnClock } from '../agent/turn-clock.ts';
+import type { HostChild } from './host-child.ts';
+import { WorkerHandle, workerHeapLimitMb } from './worker-handle.ts';
+import { TurnWatchdog, watchdogInterval, type WatchedTurn } from './turn-watchdog.ts';
+import { moduleBrainUrl } from './bundle.ts';
+import { hostIdFor, placeAgents } from './placement.ts';
+import { drainWithin } from './drain.ts';
+import { flushBudgetMs, type SupervisorContext } from './context.ts';
+import { superviseWorker } from './supervise.ts';
+import type { LinkableHost, RouterChild } from './router-child.ts';
+import { WakeCoalescer } from './wake.ts';
+import { safeDepth, withPause, type ActorStatus, type HostStatus } from './status.ts';
+
+/** What the supervisor knows of one agent of the registry. */
+export interface AgentRecord {
+  entry: RegistryEntry;
+  brain: BrainSpec;
+  hostId: string | null;
+  value: string;
+  handled: number;
+  cursor: number;
+  /** Latest context summary reported by the actor (inspector). */
+  context?: ActorContextSummary;
+  conversation: string | null;
+  /** Shared with its worker: when its running turn started (turn deadline, status). */
+  turnClock: TurnClock;
+  /** The shortage the actor waits out (`disk full`), or null. */
+  paused?: string | null;
+  /** Its worker was just ended for a pool mate's turn deadline (see HostedAgentSpec.forgiveCrash). */
+  forgive?: boolean;
+}
+
+/**
+ * The agents of a running hive and the workers that host them: which worker hosts which
+ * agent (placement.ts), starting and restarting those workers, adding and removing an agent
+ * at run time, the turn deadline, wake-ups, and the agents' rows of `status`.
+ */
+export class AgentHosts {
+  private readonly records = new Map<string, AgentRecord>();
+  private readonly members = new Map<string, string[]>();
+  private readonly hosts = new Map<string, HostChild<AgentHostApi>>();
+  /** The live thread of each agent host, from its boot on (its HostChild knows it only once started). */
+  private readonly workers = new Map<string, WorkerHandle<AgentHostApi>>();
+  private readonly watchdog = new TurnWatchdog(() => this.watchedTurns());
+  private readonly wakes = new WakeCoalescer(
+    (agent) => this.records.get(agent)?.hostId ?? null,
+    (hostId, agents) => void this.hosts.get(hostId)?.handle?.call(async (api) => api.wake(agents)).catch(() => undefined),
+  );
+
+  constructor(
+    private readonly ctx: SupervisorContext,
+    private readonly router: RouterChild,
+    private readonly onEvent: (e: WorkerEvent) => void,
+  ) {}
+
+  get(id: string): AgentRecord | undefined {
+    return this.records.get(id);
+  }
+
+  /** Every agent of the registry, each with its committed cursor; those with an invalid brain are skipped (logged). */
+  load(entries: RegistryEntry[]): void {
+    for (const entry of entries) {
+      const parsed = BrainSchema.safeParse(entry.brain);
+      if (!parsed.success) {
+        appendEvent(this.ctx.root, { type: 'actor.skipped', agent: entry.id, error: `registry brain invalid: ${parsed.error.message}` });
+        continue;
+      }
+      this.records.set(entry.id, this.newRecord(entry, parsed.data, 'stopped'));
+    }
+  }
+
+  /** Places the runnable agents (`hostOf`: the pools the config names) and starts their workers. */
+  async startAll(hostOf: Map<string, string | undefined>): Promise<number> {
+    const runnable = [...this.records.values()].filter((r) => isRunnable(r.entry, r.brain));
+    const placement = placeAgents(runnable.map((r) => ({ id: r.entry.id, host: hostOf.get(r.entry.id) })), this.ctx.config.supervisor.agentsPerWorker);
+    for (const [hostId, ids] of placement) {
+      this.members.set(hostId, ids);
+      for (const id of ids) this.records.get(id)!.hostId = hostId;
+    }
+    await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId)));
+    return runnable.length;
+  }
+
+  startWatchdog(): void {
+    this.watchdog.start(watchdogInterval([this.ctx.config.supervisor.turnTimeoutMs, ...[...this.records.values()].map((r) => this.turnLimitOf(r))]));
+  }
+
+  async stopAll(): Promise<void> {
+    this.watchdog.stop();
+    await Promise.all([...this.hosts.values()].map((h) => h.stop()));
+  }
+
+  /** True when the agent has a worker that is running now. */
+  isRunning(id: string): boolean {
+    const hostId = this.records.get(id)?.hostId;
+    return !!hostId && this.hosts.get(hostId)?.state() === 'running';
+  }
+
+  /** Adds (or replaces) an agent at run time and starts it, in a running pool or a worker of its own. */
+  async add(entry: RegistryEntry, brain: BrainSpec, pool: string | undefined): Promise<void> {
+    const record = this.newRecord(entry, brain, 'starting', this.records.get(entry.id)?.turnClock);
+    this.records.set(entry.id, record);
+    if (!isRunnable(entry, brain)) return;
+    const hostId = hostIdFor({ id: entry.id, host: pool }, this.ctx.config.supervisor.agentsPerWorker, this.members);
+    record.hostId = hostId;
+    this.members.set(hostId, [...(this.members.get(hostId) ?? []), entry.id]);
+    const host = this.hosts.get(hostId);
+    if (host?.handle) {
+      const hosted = await this.hostedSpec(entry.id);
+      await host.handle.call(async (api) => api.startActors([hosted]));
+      await this.router.updateHost(hostId, this.members.get(hostId) ?? []);
+    } else await this.startHost(hostId);
+    this.ctx.events.emit('spawned', { agent: entry.id, host: hostId });
+  }
+
+  /** Stops an agent's actor (its worker too, when it was the last agent in it). */
+  async remove(id: string): Promise<void> {
+    const record = this.records.get(id);
+    if (!record) throw new HiveError('E_UNKNOWN_AGENT', `No agent "${id}" in ${this.ctx.root}`);
+    record.entry.status = 'stopped';
+    const hostId = record.hostId;
+    record.hostId = null;
+    if (hostId) {
+      const members = (this.members.get(hostId) ?? []).filter((m) => m !== id);
+      const host = this.hosts.get(hostId);
+      if (members.length === 0) {
+        this.members.delete(hostId);
+        this.hosts.delete(hostId);
+        await host?.stop();
+      } else {
+        this.members.set(hostId, members);
+        await host?.handle?.call((api) => api.stopActor(id, this.ctx.config.supervisor.stopGraceMs));
+      }
+    }
+    record.value = 'stopped';
+  }
+
+  /** Runs `fn` with the agent's actor stopped, then starts it again (session operations). */
+  async withPaused<T>(id: string, fn: () => Promise<T> | T): Promise<T> {
+    const record = this.records.get(id);
+    if (!record) throw new HiveError('E_UNKNOWN_AGENT', `No agent "${id}" in ${this.ctx.root}`);
+    const handle = record.hostId ? this.hosts.get(record.hostId)?.handle : undefined;
+    if (!handle) return fn();
+    await handle.call((api) => api.stopActor(id, this.ctx.config.supervisor.stopGraceMs));
+    try {
+      return await fn();
+    } finally {
+      const spec = await this.hostedSpec(id);
+      await handle.call((api) => api.startActors([spec])).catch((err) => appendEvent(this.ctx.root, { type: 'actor.resume-failed', agent: id, error: errorMessage(err) }));
+    }
+  }
+
+  /** Delivered to this agent: wake it (coalesced per host and tick). */
+  wake(id: string): void {
+    this.wakes.add(id);
+  }
+
+  /** The hosts the router links to. */
+  linkable(): LinkableHost[] {
+    return [...this.hosts].map(([id, host]) => ({ id, handle: host.handle, agents: this.members.get(id) ?? [] }));
+  }
+
+  /** The worker thread hosting an agent now, or null (tools, tests, `hive chaos`). */
+  workerOf(id: string): WorkerHandle<AgentHostApi> | null {
+    const hostId = this.records.get(id)?.hostId;
+    return hostId ? (this.hosts.get(hostId)?.handle ?? null) : null;
+  }
+
+  isPassive(id: string): boolean {
+    const r = this.records.get(id);
+    return !r || PASSIVE_KINDS.has(r.brain.kind);
+  }
+
+  statusRows(): ActorStatus[] {
+    return [...this.records.values()]
+      .sort((a, b) => a.entry.id.localeCompare(b.entry.id))
+      .map((r) => {
+        const host = r.hostId ? this.hosts.get(r.hostId) : undefined;
+        const cursor = host ? r.cursor : committedCursor(this.ctx.root, r.entry.id);
+        // A turn stamped in the shared clock is running, whatever the last report said: a
+        // brain looping on the CPU never lets its thread report 'thinking'.
+        const started = r.hostId && this.workers.has(r.hostId) ? r.turnClock.startedAt() : null;
+        const passive = PASSIVE_KINDS.has(r.brain.kind);
+        return {
+          id: r.entry.id,
+          kind: passive ? 'passive' : 'agent',
+          brain: r.brain.kind,
+          host: r.hostId,
+          state: host ? (started !== null ? 'thinking' : r.value) : passive ? 'waiting' : 'stopped',
+          status: host ? withPause(host.state(), r.paused ?? null) : r.entry.status,
+          restarts: host?.restarts() ?? 0,
+          inboxDepth: safeDepth(this.ctx.root, r.entry.id, cursor),
+          cursor,
+          handled: r.handled,
+          threadId: host?.handle?.threadId ?? null,
+          conversation: r.conversation,
+          busyMs: started !== null ? Math.max(0, Date.now() - started) : null,
+        } satisfies ActorStatus;
+      });
+  }
+
+  hostRows(): HostStatus[] {
+    return [...this.hosts].map(([id, child]) => ({ id, value: child.state(), restarts: child.restarts(), agents: this.members.get(id) ?? [], threadId: child.handle?.threadId ?? null }));
+  }
+
+  contexts(): Record<string, ActorContextSummary> {
+    const out: Record<string, ActorContextSummary> = {};
+    for (const [id, r] of this.records) if (r.context) out[id] = r.context;
+    return out;
+  }
+
+  private newRecord(entry: RegistryEntry, brain: BrainSpec, value: string, turnClock = new TurnClock()): AgentRecord {
+    return { entry, brain, hostId: null, value, handled: 0, cursor: committedCursor(this.ctx.root, entry.id), conversation: null, turnClock };
+  }
+
+  private agentSettings(): AgentSettings {
+    const s = this.ctx.config.supervisor;
+    return {
+      turnBatch: s.turnBatch,
+      brainRetries: s.brainRetries,
+      sessionCaps: this.ctx.config.sessions,
+      poisonAfter: s.poisonAfter,
+      doneCap: s.doneCap,
+      inboxPollMs: s.inboxPollMs,
+      gapWaitMs: 2_000,
+    };
+  }
+
+  private async hostedSpec(id: string): Promise<HostedAgentSpec> {
+    const r = this.records.get(id)!;
+    const spec: HostedAgentSpec = { id, name: r.entry.name, role: r.entry.role, brain: r.brain, turnClock: r.turnClock.buffer };
+    if (r.forgive) spec.forgiveCrash = true;
+    r.forgive = false;
+    if (r.brain.kind === 'module') spec.moduleUrl = await moduleBrainUrl(r.brain.module);
+    if (r.brain.kind === 'command' || r.brain.kind === 'openai') spec.turnBatch = 1;
+    return spec;
+  }
+
+  private async startHost(hostId: string): Promise<void> {
+    const agentsOf = () => this.members.get(hostId) ?? [];
+    const child = superviseWorker<AgentHostApi>(this.ctx, hostId, {
+      agents: agentsOf,
+      start: async () => {
+        // A turn the previous thread died in is over: the new thread stamps its own.
+        for (const id of agentsOf()) this.records.get(id)?.turnClock.clear();
+        const specs = await Promise.all(agentsOf().map((id) => this.hostedSpec(id)));
+        const telemetry = this.ctx.observer()?.workerTelemetry(hostId, agentsOf());
+        const handle = await WorkerHandle.start<AgentHostApi>(
+          'agent-host',
+          { hostId, root: this.ctx.root, agentSettings: this.agentSettings(), ...(telemetry ? { telemetry } : {}), ...this.ctx.testingInit() },
+          this.onEvent,
+          { heapMb: workerHeapLimitMb(this.ctx.config.supervisor.workerHeapMb, agentsOf().length) },
+        );
+        // Watched from here: a brain can run away while its actor is still being started.
+        this.workers.set(hostId, handle);
+        void handle.exited.then(() => this.workers.get(hostId) === handle && this.workers.delete(hostId));
+        // Linked first: once its actors start, a brain may keep the thread from answering.
+        await this.router.link(hostId, handle, agentsOf());
+        try {
+          await handle.call((api) => api.startActors(specs));
+        } catch (err) {
+          await handle.terminate();
+          throw err;
+        }
+        return handle;
+      },
+      drain: async (handle) => {
+        const grace = this.ctx.config.supervisor.stopGraceMs;
+        await drainWithin(handle.call((api) => api.stopAll(grace)), grace + 500 + flushBudgetMs(this.ctx));
+      },
+      onFailed: (agents) => {
+        for (const id of agents) {
+          const rec = this.records.get(id);
+          if (rec) rec.entry.status = 'failed';
+        }
+      },
+    });
+    this.hosts.set(hostId, child);
+    await child.start();
+  }
+
+  /** The running turns the deadline watches: agents whose worker thread is alive. */
+  private *watchedTurns(): Iterable<WatchedTurn> {
+    for (const r of this.records.values()) {
+      const handle = r.hostId ? this.workers.get(r.hostId) : undefined;
+      if (!handle) continue;
+      yield {
+        agent: r.entry.id,
+        clock: r.turnClock,
+        limitMs: this.turnLimitOf(r),
+        kill: (reason) => {
+          appendEvent(this.ctx.root, { type: 'actor.deadline', agent: r.entry.id, host: r.hostId, error: reason });
+          // Its pool mates die with it through no fault of theirs.
+          for (const id of this.members.get(r.hostId!) ?? []) if (id !== r.entry.id) this.records.get(id)!.forgive = true;
+          void handle.kill(reason);
+        },
+      };
+    }
+  }
+
+  private turnLimitOf(r: AgentRecord): number {
+    return r.entry.turnTimeoutMs ?? this.ctx.config.supervisor.turnTimeoutMs;
+  }
+}
+
+/** An agent the supervisor runs: active (or failed: a new start tries again), not passive, not reserved. */
+export function isRunnable(entry: RegistryEntry, brain: BrainSpec): boolean {
+  return (entry.status === 'active' || entry.status === 'failed') && !PASSIVE_KINDS.has(brain.kind) && !RESERVED_IDS.has(entry.id);
+}

@@ -1,0 +1,129 @@
+import { MessageChannel } from 'node:worker_threads';
+import * as Comlink from 'comlink/dist/esm/comlink.mjs';
+import type { AgentHostApi, RouterHostApi, WorkerEvent } from '../protocol/worker.ts';
+import { appendEvent } from '../log/event-log.ts';
+import { errorMessage } from '../errors.ts';
+import type { HostChild } from './host-child.ts';
+import { WorkerHandle } from './worker-handle.ts';
+import { drainWithin } from './drain.ts';
+import { flushBudgetMs, type SupervisorContext } from './context.ts';
+import { superviseWorker } from './supervise.ts';
+import { runtimeActorRow, type ActorStatus } from './status.ts';
+
+export const ROUTER_HOST = 'router';
+
+/** An agent host the router links to: its id, its live thread (if any) and its agents. */
+export interface LinkableHost {
+  id: string;
+  handle: WorkerHandle<AgentHostApi> | null;
+  agents: string[];
+}
+
+/**
+ * The router as the supervisor runs it: a supervised worker, linked to every agent host
+ * by a channel of its own so wake-ups and kicks do not pass through the main thread.
+ */
+export class RouterChild {
+  private child: HostChild<RouterHostApi> | null = null;
+  private handle: WorkerHandle<RouterHostApi> | null = null;
+  /** The router machine's state, as it last reported it. */
+  private value = 'starting';
+  /** The shortage the router waits out, or null. */
+  private paused: string | null = null;
+
+  constructor(
+    private readonly ctx: SupervisorContext,
+    private readonly onEvent: (e: WorkerEvent) => void,
+    private readonly hosts: () => LinkableHost[],
+  ) {}
+
+  /** A router worker, booted but not routing (`start()` begins that). */
+  boot(): Promise<WorkerHandle<RouterHostApi>> {
+    const r = this.ctx.config.router;
+    const telemetry = this.ctx.observer()?.workerTelemetry(ROUTER_HOST, []);
+    return WorkerHandle.start<RouterHostApi>(
+      'router-host',
+      {
+        hostId: ROUTER_HOST,
+        root: this.ctx.root,
+        routerSettings: { pollMs: r.pollMs, hopCap: r.hopCap, batchPerSender: r.batchPerSender, sentCap: r.sentCap, doneCap: this.ctx.config.supervisor.doneCap, watch: true },
+        ...(telemetry ? { telemetry } : {}),
+        ...this.ctx.testingInit(),
+      },
+      this.onEvent,
+    );
+  }
+
+  /**
+   * Starts routing. `booted`: a router worker started earlier (while the agents were
+   * restored), used for the first start; restarts boot their own.
+   */
+  async start(booted: Promise<WorkerHandle<RouterHostApi>> | null): Promise<void> {
+    let first = booted;
+    this.child = superviseWorker<RouterHostApi>(this.ctx, ROUTER_HOST, {
+      start: async () => {
+        const pending = first;
+        first = null;
+        const handle = await (pending ?? this.boot());
+        try {
+          await handle.call((api) => api.start());
+        } catch (err) {
+          await handle.terminate();
+          throw err;
+        }
+        this.handle = handle;
+        await Promise.all(this.hosts().map((h) => (h.handle ? this.link(h.id, h.handle, h.agents) : undefined)));
+        return handle;
+      },
+      drain: async (handle) => {
+        await drainWithin(handle.call((api) => api.stop()), 5_000 + flushBudgetMs(this.ctx));
+      },
+      onRestarted: () => {
+        this.paused = null; // a new thread: nothing waits yet
+      },
+    });
+    await this.child.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.child?.stop();
+  }
+
+  /** Gives the router and an agent host a direct channel (wake-ups and kicks skip main). */
+  async link(hostId: string, host: WorkerHandle<AgentHostApi>, agents: string[]): Promise<void> {
+    const router = this.handle;
+    if (!router) return;
+    const { port1, port2 } = new MessageChannel();
+    try {
+      await router.call(async (api) => api.attachHost(hostId, agents, Comlink.transfer(port1, [port1])));
+      await host.call(async (api) => api.attachRouter(Comlink.transfer(port2, [port2])));
+    } catch (err) {
+      appendEvent(this.ctx.root, { type: 'hive.link-failed', host: hostId, error: errorMessage(err) });
+    }
+  }
+
+  /** A host's agents changed (one spawned into a running pool). */
+  async updateHost(hostId: string, agents: string[]): Promise<void> {
+    await this.handle?.call(async (api) => api.updateHost(hostId, agents));
+  }
+
+  /** Tells the router that these senders' outboxes changed (all of them when omitted). */
+  kick(senders?: string[]): void {
+    void this.child?.handle?.call(async (api) => api.kick(senders)).catch(() => undefined);
+  }
+
+  /** What the router reported: its machine state, or a shortage it waits out (`reason`) or its end (null). */
+  reported(update: { value: string } | { paused: string | null }): void {
+    if ('value' in update) this.value = update.value;
+    else this.paused = update.paused;
+  }
+
+  statusRow(): ActorStatus {
+    return runtimeActorRow(ROUTER_HOST, 'router', this.value, this.child, this.paused);
+  }
+
+  /** The router's supervised child, for the inspector's host list (null before start). */
+  supervised(): HostChild<RouterHostApi> | null {
+    return this.child;
+  }
+}

@@ -1,0 +1,50 @@
+import path from 'node:path';
+import type { HiveConfig } from '../config/schema.ts';
+import { agentPaths, hivePaths } from '../layout/paths.ts';
+import { listDir, readJsonFile, sweepTempFiles, writeJsonAtomic } from '../fs/atomic.ts';
+import { sweepDeadIntents } from '../lock/owner.ts';
+import { appendEvent } from '../log/event-log.ts';
+import { createMessage, type HiveMessage } from '../protocol/message.ts';
+import { stableId } from '../protocol/ids.ts';
+import { writeOutbox } from '../queue/outbox.ts';
+
+/** Startup sweep: temp files left by a crash, in every folder Hive writes atomically. */
+export function sweepOrphans(root: string): void {
+  const p = hivePaths(root);
+  const swept: string[] = [];
+  for (const dir of [p.root, p.deadLetter]) swept.push(...sweepTempFiles(dir));
+  swept.push(...sweepDeadIntents(p.root)); // hive.lock
+  for (const id of listDir(p.agents)) {
+    try {
+      const a = agentPaths(root, id);
+      for (const dir of [a.dir, a.outbox, a.sent, a.inbox, a.done]) swept.push(...sweepTempFiles(dir));
+      for (const dir of [a.dir, a.inbox]) swept.push(...sweepDeadIntents(dir)); // memory.md and inbox locks
+    } catch {
+      // not an agent folder (bad name): leave it alone
+    }
+  }
+  if (swept.length > 0) appendEvent(root, { type: 'hive.swept', files: swept.length });
+}
+
+/**
+ * The config's kickoff messages, each sent once in the hive's life: its id is derived from
+ * its content and position, and `kickoff.json` lists the ids already written (written
+ * after the outbox, so a crash in between sends it again under the same id, which delivery
+ * drops as a duplicate). Returns the senders whose outboxes got a message.
+ */
+export function sendKickoff(root: string, kickoff: HiveConfig['kickoff']): string[] {
+  if (kickoff.length === 0) return [];
+  const file = path.join(hivePaths(root).root, 'kickoff.json');
+  const done = new Set(readJsonFile<string[]>(file) ?? []);
+  const fresh: HiveMessage[] = [];
+  kickoff.forEach((k, i) => {
+    const id = stableId('kickoff', JSON.stringify(k), String(i));
+    if (done.has(id)) return;
+    fresh.push(createMessage({ ...k, id }));
+    done.add(id);
+  });
+  if (fresh.length === 0) return [];
+  writeOutbox(root, fresh);
+  writeJsonAtomic(file, [...done]);
+  return [...new Set(fresh.map((m) => m.from))];
+}
