@@ -3,10 +3,9 @@
  * several). Exposes `AgentHostApi` with comlink and sends `WorkerEvent`s on the events
  * port. Not exported from the package.
  */
-import { parentPort, threadId, workerData, type MessagePort } from 'node:worker_threads';
-import * as Comlink from 'comlink/dist/esm/comlink.mjs';
-import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
-import type { ActorInfo, AgentHostApi, HostedAgentSpec, RouterLinkMessage, WorkerEvent, WorkerInit } from '../src/protocol/worker.ts';
+import { threadId, type MessagePort } from 'node:worker_threads';
+import type { ActorInfo, AgentHostApi, HostedAgentSpec, RouterLinkMessage, WorkerEvent } from '../src/protocol/worker.ts';
+import { beginWorker, crashWorker, exposeWorker } from '../src/worker/host.ts';
 import { AgentActor } from '../src/agent/agent-actor.ts';
 import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';
@@ -17,13 +16,9 @@ import { resolveSocketPath } from '../src/net/socket-path.ts';
 import { HOOKS_SOCKET } from '../src/hooks/socket-name.ts';
 import { GET_MEMORY_TOOL, runGetMemory } from '../src/memory/tool.ts';
 import type { ToolDescription } from '../src/brains/prompt.ts';
-import { adoptModesOf } from '../src/fs/modes.ts';
-import { installSeams } from '../src/testing/seams.ts';
 
-const init = workerData as WorkerInit;
-// What this thread creates in the hive takes the root's sharing (src/fs/modes.ts).
-adoptModesOf(init.root);
-if (init.seams) installSeams(init.seams, init.root);
+const host = beginWorker();
+const { init } = host;
 const actors = new Map<string, AgentActor>();
 let routerPort: MessagePort | null = null;
 /** This worker's own tracer provider (null: telemetry off, no SDK loaded). */
@@ -35,15 +30,8 @@ const emit = (event: WorkerEvent) => {
     routerPort.postMessage({ type: 'kick', senders: [event.agent] } satisfies RouterLinkMessage);
     return;
   }
-  init.events.postMessage(event);
+  host.emit(event);
 };
-
-/** Let it crash: rethrow outside any promise chain so the worker dies with this error. */
-function crash(error: unknown): void {
-  setImmediate(() => {
-    throw error instanceof Error ? error : new Error(String(error));
-  });
-}
 
 async function startOne(spec: HostedAgentSpec): Promise<ActorInfo> {
   const brain = await createBrain(spec.brain, {
@@ -70,7 +58,7 @@ async function startOne(spec: HostedAgentSpec): Promise<ActorInfo> {
     brain,
     settings: init.agentSettings!,
     emit,
-    onFatal: crash,
+    onFatal: crashWorker,
     tracer: telemetry?.tracer ?? null,
   });
   actors.set(spec.id, actor);
@@ -113,5 +101,4 @@ const api: AgentHostApi = {
   },
 };
 
-Comlink.expose(api, nodeEndpoint(parentPort));
-emit({ type: 'host.ready', hostId: init.hostId, threadId });
+exposeWorker(host, api);

@@ -4,11 +4,10 @@
  * through the port `attachJobs` hands over. Not exported from the package.
  */
 import fs from 'node:fs';
-import { parentPort, threadId, workerData, type MessagePort } from 'node:worker_threads';
-import * as Comlink from 'comlink/dist/esm/comlink.mjs';
-import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import type { MessagePort } from 'node:worker_threads';
 import { createActor, fromPromise } from 'xstate';
-import type { MinerHostApi, WorkerEvent, WorkerInit } from '../src/protocol/worker.ts';
+import type { MinerHostApi } from '../src/protocol/worker.ts';
+import { beginWorker, exposeWorker, untilStopped, watchActor } from '../src/worker/host.ts';
 import { minerMachine, type Growth } from '../machines/miner.ts';
 import { connectJobs, inlineJobs, type MemoryJobs } from '../src/memory/jobs.ts';
 import { runMinePass, type MinePassResult } from '../src/memory/mine.ts';
@@ -17,16 +16,10 @@ import { readManifest } from '../src/memory/palace.ts';
 import { agentPaths, hivePaths } from '../src/layout/paths.ts';
 import { listDir } from '../src/fs/atomic.ts';
 import { isAgentId } from '../src/protocol/agent-id.ts';
-import { appendEvent } from '../src/log/event-log.ts';
-import { adoptModesOf } from '../src/fs/modes.ts';
-import { installSeams } from '../src/testing/seams.ts';
 
-const init = workerData as WorkerInit;
-// What this thread creates in the hive takes the root's sharing (src/fs/modes.ts).
-adoptModesOf(init.root);
-if (init.seams) installSeams(init.seams, init.root);
+const host = beginWorker();
+const { init, emit } = host;
 const { memory, configDir } = init.memorySettings!;
-const emit = (event: WorkerEvent) => init.events.postMessage(event);
 let jobs: MemoryJobs = inlineJobs();
 let lastResult: MinePassResult | null = null;
 
@@ -67,25 +60,15 @@ const actor = createActor(machine, {
 
 /** On-demand callers wait until `passes` reaches their mark. */
 const waiters: { mark: number; resolve: (v: Awaited<ReturnType<MinerHostApi['mine']>>) => void }[] = [];
-let lastValue = '';
+watchActor(actor, init.root, 'miner', (value) => emit({ type: 'memory.state', actor: 'miner', value }));
 actor.subscribe({
   next: (s) => {
-    const value = String(s.value);
-    if (value !== lastValue) {
-      lastValue = value;
-      emit({ type: 'memory.state', actor: 'miner', value });
-    }
     for (const w of waiters.splice(0)) {
       if (s.context.passes >= w.mark) w.resolve({ result: s.context.lastError ? null : lastResult, error: s.context.lastError });
       else waiters.push(w);
     }
   },
-  error: (err) => {
-    appendEvent(init.root, { type: 'actor.failed', agent: 'miner', error: String((err as Error)?.message ?? err) });
-    setImmediate(() => {
-      throw err instanceof Error ? err : new Error(String(err));
-    });
-  },
+  error: () => undefined, // watchActor logs it and crashes the worker
 });
 
 const api: MinerHostApi = {
@@ -106,10 +89,7 @@ const api: MinerHostApi = {
   },
   async stop() {
     actor.send({ type: 'hive.stop' });
-    await new Promise<void>((resolve) => {
-      if (actor.getSnapshot().status !== 'active') return resolve();
-      actor.subscribe({ next: (s) => s.status !== 'active' && resolve(), complete: () => resolve() });
-    });
+    await untilStopped(actor);
     for (const w of waiters.splice(0)) w.resolve({ result: null, error: 'the miner stopped' });
   },
   status() {
@@ -118,5 +98,4 @@ const api: MinerHostApi = {
   },
 };
 
-Comlink.expose(api, nodeEndpoint(parentPort));
-emit({ type: 'host.ready', hostId: init.hostId, threadId });
+exposeWorker(host, api);

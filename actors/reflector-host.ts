@@ -4,11 +4,10 @@
  * runs on the shared piscina pool. Not exported from the package.
  */
 import fs from 'node:fs';
-import { parentPort, threadId, workerData, type MessagePort } from 'node:worker_threads';
-import * as Comlink from 'comlink/dist/esm/comlink.mjs';
-import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import type { MessagePort } from 'node:worker_threads';
 import { createActor, fromPromise } from 'xstate';
-import type { ReflectorHostApi, WorkerEvent, WorkerInit } from '../src/protocol/worker.ts';
+import type { ReflectorHostApi } from '../src/protocol/worker.ts';
+import { beginWorker, exposeWorker, untilStopped, watchActor } from '../src/worker/host.ts';
 import { reflectorMachine } from '../machines/reflector.ts';
 import { connectJobs, inlineJobs, type MemoryJobs } from '../src/memory/jobs.ts';
 import { condenseAgentMemory, type ReflectResult } from '../src/memory/reflect.ts';
@@ -17,19 +16,13 @@ import { condenseSettingsOf, resolveSummarizer } from '../src/memory/settings.ts
 import { agentPaths, hivePaths } from '../src/layout/paths.ts';
 import { listDir } from '../src/fs/atomic.ts';
 import { isAgentId } from '../src/protocol/agent-id.ts';
-import { appendEvent } from '../src/log/event-log.ts';
 import { ensureProviderSummarizers } from '../src/brains/summarizers.ts';
-import { adoptModesOf } from '../src/fs/modes.ts';
 import { readRegularFile } from '../src/fs/regular-file.ts';
-import { installSeams } from '../src/testing/seams.ts';
 
-const init = workerData as WorkerInit;
-// What this thread creates in the hive takes the root's sharing (src/fs/modes.ts).
-adoptModesOf(init.root);
-if (init.seams) installSeams(init.seams, init.root);
+const host = beginWorker();
+const { init, emit } = host;
 ensureProviderSummarizers();
 const { memory, configDir } = init.memorySettings!;
-const emit = (event: WorkerEvent) => init.events.postMessage(event);
 let jobs: MemoryJobs = inlineJobs();
 
 /**
@@ -87,21 +80,7 @@ const machine = reflectorMachine.provide({
 });
 
 const actor = createActor(machine, { input: { settings: { checkEveryMs: memory.condense.checkEveryMs } } });
-let lastValue = '';
-actor.subscribe({
-  next: (s) => {
-    const value = String(s.value);
-    if (value === lastValue) return;
-    lastValue = value;
-    emit({ type: 'memory.state', actor: 'reflector', value });
-  },
-  error: (err) => {
-    appendEvent(init.root, { type: 'actor.failed', agent: 'reflector', error: String((err as Error)?.message ?? err) });
-    setImmediate(() => {
-      throw err instanceof Error ? err : new Error(String(err));
-    });
-  },
-});
+watchActor(actor, init.root, 'reflector', (value) => emit({ type: 'memory.state', actor: 'reflector', value }));
 
 const api: ReflectorHostApi = {
   attachJobs(port: MessagePort) {
@@ -121,10 +100,7 @@ const api: ReflectorHostApi = {
   },
   async stop() {
     actor.send({ type: 'hive.stop' });
-    await new Promise<void>((resolve) => {
-      if (actor.getSnapshot().status !== 'active') return resolve();
-      actor.subscribe({ next: (s) => s.status !== 'active' && resolve(), complete: () => resolve() });
-    });
+    await untilStopped(actor);
     for (const [agent, list] of waiters) for (const w of list) w({ agent, status: 'skipped', reason: 'the reflector stopped' });
     waiters.clear();
   },
@@ -134,5 +110,4 @@ const api: ReflectorHostApi = {
   },
 };
 
-Comlink.expose(api, nodeEndpoint(parentPort));
-emit({ type: 'host.ready', hostId: init.hostId, threadId });
+exposeWorker(host, api);

@@ -2,13 +2,12 @@
  * Worker entry: the router actor. Routes on outbox file events (see outbox-watcher.ts), on direct
  * notices from senders (`kick`), and on a slow safety poll. Not exported from the package.
  */
-import { parentPort, threadId, workerData, type MessagePort } from 'node:worker_threads';
-import * as Comlink from 'comlink/dist/esm/comlink.mjs';
-import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import type { MessagePort } from 'node:worker_threads';
 import { createActor, fromPromise } from 'xstate';
 import { watchOutboxes, type OutboxWatcher } from '../src/router/outbox-watcher.ts';
 import { PendingOutboxes } from '../src/router/pending-outboxes.ts';
-import type { RouterHostApi, RouterLinkMessage, WorkerEvent, WorkerInit } from '../src/protocol/worker.ts';
+import type { RouterHostApi, RouterLinkMessage } from '../src/protocol/worker.ts';
+import { beginWorker, exposeWorker, untilStopped, watchActor } from '../src/worker/host.ts';
 import type { HiveMessage } from '../src/protocol/message.ts';
 import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
 import { routerMachine } from '../machines/router.ts';
@@ -24,15 +23,10 @@ import { errorMessage } from '../src/errors.ts';
 import { startWorkerTelemetry } from '../src/telemetry/worker.ts';
 import { endWithError, startDeliver, startRoute } from '../src/telemetry/spans.ts';
 import type { Span } from '@opentelemetry/api';
-import { adoptModesOf } from '../src/fs/modes.ts';
-import { installSeams } from '../src/testing/seams.ts';
 
-const init = workerData as WorkerInit;
-// What this thread creates in the hive takes the root's sharing (src/fs/modes.ts).
-adoptModesOf(init.root);
-if (init.seams) installSeams(init.seams, init.root);
+const host = beginWorker();
+const { init, emit } = host;
 const settings = init.routerSettings!;
-const emit = (event: WorkerEvent) => init.events.postMessage(event);
 const transport = createFsTransport(init.root, { sentCap: settings.sentCap, doneCap: settings.doneCap });
 const directory = createDirectoryCache(init.root, (agent, reason) => appendEvent(init.root, { type: 'router.folder-refused', agent, reason }));
 /** This worker's own tracer provider (null: telemetry off, no SDK loaded). */
@@ -164,22 +158,7 @@ function resumed(): void {
 }
 
 const actor = createActor(machine);
-let lastValue = '';
-actor.subscribe({
-  next: (s) => {
-    const value = String(s.value);
-    if (value !== lastValue) {
-      lastValue = value;
-      emit({ type: 'router.state', value });
-    }
-  },
-  error: (err) => {
-    appendEvent(init.root, { type: 'actor.failed', agent: 'router', error: String((err as Error)?.message ?? err) });
-    setImmediate(() => {
-      throw err instanceof Error ? err : new Error(String(err));
-    });
-  },
-});
+watchActor(actor, init.root, 'router', (value) => emit({ type: 'router.state', value }));
 
 let watcher: OutboxWatcher | null = null;
 let poll: NodeJS.Timeout | null = null;
@@ -225,10 +204,7 @@ const api: RouterHostApi = {
     if (poll) clearInterval(poll);
     await watcher?.close();
     actor.send({ type: 'hive.stop' });
-    await new Promise<void>((resolve) => {
-      if (actor.getSnapshot().status !== 'active') return resolve();
-      actor.subscribe({ next: (s) => s.status !== 'active' && resolve(), complete: () => resolve() });
-    });
+    await untilStopped(actor);
     await releaseInboxLocks();
     await telemetry?.forceFlush().catch(() => undefined);
   },
@@ -238,5 +214,4 @@ const api: RouterHostApi = {
   },
 };
 
-Comlink.expose(api, nodeEndpoint(parentPort));
-emit({ type: 'host.ready', hostId: init.hostId, threadId });
+exposeWorker(host, api);

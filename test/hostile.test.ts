@@ -409,7 +409,7 @@ describe('a hive on a shared machine', () => {
 describe('hostile text on the operator\'s terminal', () => {
   it('ESC sequences and control characters in a subject are printed escaped by hive start, inbox, ask and log', async () => {
     const evil = 'Hi\x1b]0;pwned\x07\x1b[2J\x1b[1A\rfake\u202eeulav\x9b';
-    const d = { agent: 'echo', seq: 1, id: 'x', from: 'client', to: 'echo', act: 'request', subject: evil, body: 'b\x1b[31m', needs_human: false, in_reply_to: null, conversation: 'x' } as const;
+    const d = { agent: 'echo', seq: 1, id: 'x', from: 'client', to: 'echo', act: 'request', subject: evil, body: 'b\x1b[31m', needs_human: false, requires_reply: true, in_reply_to: null, conversation: 'x' } as const;
     const shown = [formatDelivery(d)];
     const root = tempRoot();
     expect((await cli(['init', '--root', root])).code).toBe(0);

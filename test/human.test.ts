@@ -4,6 +4,11 @@ import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
 import { runHive } from './helpers/fixture.ts';
 import { listInbox, readInbox, readInboxEntry } from '../src/queue/inbox.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
+import fs from 'node:fs';
+import { questionsFile } from '../src/human/ledger.ts';
+import { agentPaths } from '../src/layout/paths.ts';
+import { createMessage } from '../src/protocol/message.ts';
+import { writeOutbox } from '../src/queue/outbox.ts';
 
 const writer = { kind: 'module' as const, module: path.join(process.cwd(), 'scripts', 'demo', 'writer.ts') };
 const inbox = (root: string, id: string) => readInbox(root, id, 0).entries.map((e) => e.message);
@@ -44,5 +49,47 @@ describe('human in the loop', () => {
     const reply = hive.answer(q.id, 'yes');
     await waitFor(hive, () => inbox(hive.root, 'a').some((m) => m.id === reply.id), 'answer delivered');
     expect(() => hive.answer('nope', 'x')).toThrow(/No question "nope"/);
+  });
+
+  it('one rule for what a question is: hive ask, the API and the ledger agree; answers are kept once, in the ledger', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'a', brain: { kind: 'external' } }] }));
+    // Each kind of message god can be sent, and whether a person must answer it.
+    const cases = [
+      { body: 'flagged', input: { from: 'a', to: 'worker-x', act: 'inform', needs_human: true }, question: true },
+      { body: 'awaits a reply', input: { from: 'a', to: 'god', act: 'inform', requires_reply: true }, question: true },
+      { body: 'a query', input: { from: 'a', to: 'human', act: 'query' }, question: true },
+      { body: 'just news', input: { from: 'a', to: 'god', act: 'inform' }, question: false },
+      { body: 'a note to self', input: { from: 'god', to: 'god', act: 'request', requires_reply: true }, question: false },
+    ] as const;
+    for (const c of cases) await hive.send({ ...c.input, body: c.body });
+    await waitFor(hive, () => listInbox(hive.root, 'god').length >= cases.length, 'every message reaches god');
+    const listed = await runHive(['ask', '--root', hive.root, '--json']);
+    const askBodies = JSON.parse(listed.stdout).questions.map((q: { body: string }) => q.body).sort();
+    const expected = cases.filter((c) => c.question).map((c) => c.body).sort();
+    expect(askBodies).toEqual(expected);
+    expect(hive.questions().map((q) => q.body).sort()).toEqual(expected);
+    const ledger = () => fs.readFileSync(questionsFile(hive.root), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; body: string; in_reply_to?: string });
+    await waitFor(hive, () => ledger().filter((l) => l.type === 'question').length === expected.length, 'the ledger records the questions');
+    expect(ledger().filter((l) => l.type === 'question').map((l) => l.body).sort()).toEqual(expected);
+
+    const q = hive.questions().find((x) => x.body === 'a query')!;
+    hive.answer(q.id, 'yes');
+    expect(ledger().filter((l) => l.type === 'answer').map((l) => l.in_reply_to)).toEqual([q.id]);
+    expect(fs.existsSync(`${agentPaths(hive.root, 'god').dir}/answers.json`)).toBe(false);
+    expect(hive.questions().map((x) => x.body)).not.toContain('a query');
+    await waitFor(hive, () => inbox(hive.root, 'a').some((m) => m.in_reply_to === q.id), 'the answer is delivered');
+    // Delivered, the answer adds no second ledger line.
+    expect(ledger().filter((l) => l.type === 'answer')).toHaveLength(1);
+  });
+
+  it('a hive from before the ledger was the store keeps what answers.json says was answered', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'a', brain: { kind: 'external' } }] }));
+    const q = createMessage({ from: 'a', to: 'god', act: 'query', body: 'old question' });
+    writeOutbox(hive.root, [q]);
+    hive.supervisor.kickRouter(['a']);
+    await waitFor(hive, () => hive.questions({ open: false }).some((x) => x.id === q.id), 'the question reaches god');
+    fs.writeFileSync(`${agentPaths(hive.root, 'god').dir}/answers.json`, JSON.stringify({ answered: { [q.id]: { answer_id: 'old-answer', at: '2026-01-01T00:00:00.000Z' } } }));
+    expect(hive.questions().map((x) => x.id)).not.toContain(q.id);
+    expect(hive.questions({ open: false }).find((x) => x.id === q.id)!.answered).toEqual({ answer_id: 'old-answer', at: '2026-01-01T00:00:00.000Z' });
   });
 });

@@ -33,7 +33,6 @@ export const HIVE_GITIGNORE = `# Written by hive: the audit trail commits signif
 /agents/*/*
 !/agents/*/identity.md
 !/agents/*/memory.md
-!/agents/god/answers.json
 # Event log (rotated; read it with \`hive log\`)
 /log.jsonl
 /log-*.jsonl

@@ -1,5 +1,5 @@
 import { agentPaths } from '../layout/paths.ts';
-import { readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
+import { readJsonFile } from '../fs/atomic.ts';
 import { listInbox, readInboxEntry } from '../queue/inbox.ts';
 import { writeOutbox } from '../queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../protocol/message.ts';
@@ -7,13 +7,15 @@ import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { stableId } from '../protocol/ids.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { HiveError } from '../errors.ts';
+import { answersByQuestion, recordAnswer } from './ledger.ts';
 
 /**
- * The human in the loop. Messages routed to god (sent to `god` or `human`, or flagged
- * `needs_human`) that ask something are open questions until answered. An answer is an
+ * The human in the loop (docs/architecture.md, "People in the loop"). A message delivered
+ * to god that asks something (`isQuestion`: the one rule, used by `hive ask`, the
+ * inspector, the API and the ledger) is an open question until answered. An answer is an
  * `inform` from god, `in_reply_to` the question, in the question's conversation, written
- * into god's outbox (the router delivers it to the asker, whose actor then continues).
- * `agents/god/answers.json` remembers what was answered.
+ * into god's outbox (the router delivers it to the asker, whose actor then continues); what
+ * was answered is kept in one place, the ledger `questions.jsonl` (ledger.ts).
  */
 
 export interface Question {
@@ -29,26 +31,35 @@ export interface Question {
   answered: { answer_id: string; at: string } | null;
 }
 
-interface AnswersFile {
-  answered: Record<string, { answer_id: string; at: string }>;
+/** Acts that ask for something whether or not they are flagged. */
+export const QUESTION_ACTS: ReadonlySet<string> = new Set(['query', 'request', 'propose']);
+
+/**
+ * Is this message, delivered to god, something a person should answer? Flagged for a person
+ * (`needs_human`), waiting for a reply (`requires_reply`), or an act that asks; never a
+ * runtime notice or god's own message.
+ */
+export function isQuestion(m: { from: string; act: string; needs_human: boolean; requires_reply: boolean }): boolean {
+  if (m.from === SYSTEM_SENDER || m.from === GOD_ID) return false;
+  return m.needs_human || m.requires_reply || QUESTION_ACTS.has(m.act);
 }
 
-function answersFile(root: string): string {
-  return `${agentPaths(root, GOD_ID).dir}/answers.json`;
+/** A message from god that replies to something (an answer, as the ledger sees deliveries). */
+export function isAnswer(m: { from: string; in_reply_to: string | null }): boolean {
+  return m.from === GOD_ID && m.in_reply_to !== null;
 }
 
-function readAnswers(root: string): AnswersFile {
+/** Answered questions: the ledger, and `agents/god/answers.json` of hives from before it was the store (read only). */
+function answered(root: string): Map<string, { answer_id: string; at: string }> {
+  const out = new Map<string, { answer_id: string; at: string }>();
   try {
-    return readJsonFile<AnswersFile>(answersFile(root)) ?? { answered: {} };
+    const legacy = readJsonFile<{ answered?: Record<string, { answer_id: string; at: string }> }>(`${agentPaths(root, GOD_ID).dir}/answers.json`);
+    for (const [q, a] of Object.entries(legacy?.answered ?? {})) out.set(q, a);
   } catch {
-    return { answered: {} };
+    // unreadable: the ledger is the store
   }
-}
-
-/** Is this message in god's inbox something a person should answer? */
-export function isQuestion(m: HiveMessage): boolean {
-  if (m.from === SYSTEM_SENDER) return false;
-  return m.needs_human || m.requires_reply || m.act === 'query' || m.act === 'request' || m.act === 'propose';
+  for (const [q, a] of answersByQuestion(root)) out.set(q, { answer_id: a.id, at: a.at });
+  return out;
 }
 
 /**
@@ -56,13 +67,13 @@ export function isQuestion(m: HiveMessage): boolean {
  * @example listQuestions(root, { open: true })
  */
 export function listQuestions(root: string, options: { open?: boolean } = {}): Question[] {
-  const answers = readAnswers(root).answered;
+  const answers = answered(root);
   const out: Question[] = [];
   for (const row of listInbox(root, GOD_ID)) {
     const m = readInboxEntry(root, GOD_ID, row.name);
     if (!m || !isQuestion(m)) continue;
-    const answered = answers[m.id] ?? null;
-    if (options.open && answered) continue;
+    const answer = answers.get(m.id) ?? null;
+    if (options.open && answer) continue;
     out.push({
       id: m.id,
       seq: row.seq,
@@ -73,21 +84,22 @@ export function listQuestions(root: string, options: { open?: boolean } = {}): Q
       conversation: m.conversation,
       created_at: m.created_at,
       needs_human: m.needs_human,
-      answered,
+      answered: answer,
     });
   }
   return out;
 }
 
 /**
- * Answers a question: writes god's reply durably into god's outbox and records it.
+ * Answers a question: writes god's reply durably into god's outbox, then records it in the
+ * ledger. A crash in between leaves it open; answering again writes the same reply id, which
+ * delivery drops as a duplicate, so the asker hears it once.
  * Answering twice is refused (E_CONFLICT) unless `again` is set.
  * @example const reply = answerQuestion(root, questionId, 'playful');
  */
 export function answerQuestion(root: string, questionId: string, body: string, options: { again?: boolean } = {}): HiveMessage {
   const q = listQuestions(root).find((x) => x.id === questionId);
   if (!q) throw new HiveError('E_NOT_FOUND', `No question ${JSON.stringify(questionId)} in god's inbox; list them with \`hive ask\``);
-  const answers = readAnswers(root);
   if (q.answered && !options.again) {
     throw new HiveError('E_CONFLICT', `Question ${questionId} was already answered (${q.answered.answer_id} at ${q.answered.at}); pass --again to answer again`);
   }
@@ -104,8 +116,7 @@ export function answerQuestion(root: string, questionId: string, body: string, o
     requires_reply: false,
   });
   writeOutbox(root, [reply]);
-  answers.answered[questionId] = { answer_id: reply.id, at: new Date().toISOString() };
-  writeJsonAtomic(answersFile(root), answers);
+  recordAnswer(root, { id: reply.id, in_reply_to: questionId, to: q.from, body });
   appendEvent(root, { type: 'question.answered', agent: q.from, question: questionId, answer: reply.id });
   return reply;
 }

@@ -5,7 +5,7 @@ import { GOD_ID } from '../protocol/agent-id.ts';
 import { listDeadLetters } from '../queue/dead-letter.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import type { ActorStatus } from '../supervisor/supervisor.ts';
-import type { Question } from '../human/questions.ts';
+import { isQuestion, type Question } from '../human/questions.ts';
 import type { MachineName } from './machine-graph.ts';
 
 /** What the page shows; sent whole on connect, then as partial updates. */
@@ -14,7 +14,7 @@ export interface InspectorSnapshot {
   pid: number;
   actors: (ActorStatus & { machine: MachineName | null; context: unknown })[];
   hosts: ReturnType<Hive['supervisor']['hostStatus']>;
-  messages: (Delivery & { at: string })[];
+  messages: (Delivery & { at: string; question: boolean })[];
   deadLetters: { name: string; error: string; code: string | null; source: string | null; at: string | null }[];
   questions: Question[];
 }
@@ -22,7 +22,7 @@ export interface InspectorSnapshot {
 export type InspectorUpdate =
   | { type: 'snapshot'; data: InspectorSnapshot }
   | { type: 'state'; data: { actor: string; value: string } }
-  | { type: 'message'; data: Delivery & { at: string } }
+  | { type: 'message'; data: Delivery & { at: string; question: boolean } }
   | { type: 'actors'; data: Pick<InspectorSnapshot, 'actors' | 'hosts'> }
   | { type: 'dead-letters'; data: InspectorSnapshot['deadLetters'] }
   | { type: 'questions'; data: Question[] };
@@ -44,7 +44,7 @@ const STATE_EVERY_MS = 100;
  * (inbox depth, contexts, worker lifecycles) on a tick while a page is connected.
  */
 export class InspectorModel {
-  private readonly messages: (Delivery & { at: string })[] = [];
+  private readonly messages: (Delivery & { at: string; question: boolean })[] = [];
   private readonly listeners = new Set<(u: InspectorUpdate) => void>();
   private readonly offs: (() => void)[] = [];
   private readonly lastState = new Map<string, { at: number; timer: NodeJS.Timeout | null; value: string }>();
@@ -58,7 +58,8 @@ export class InspectorModel {
   ) {
     this.offs.push(
       hive.on('delivered', (d) => {
-        const m = { ...d, at: new Date().toISOString() };
+        // `question`: the rule of human/questions.ts, so the page highlights what `hive ask` lists.
+        const m = { ...d, at: new Date().toISOString(), question: d.agent === GOD_ID && isQuestion(d) };
         this.messages.push(m);
         if (this.messages.length > MESSAGES_KEPT) this.messages.shift();
         this.publish({ type: 'message', data: m });

@@ -136,6 +136,7 @@ export interface Delivery {
   /** The body, cut to 200 characters. */
   body: string;
   needs_human: boolean;
+  requires_reply: boolean;
   in_reply_to: string | null;
   conversation: string;
 }

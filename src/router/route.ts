@@ -22,6 +22,7 @@ function deliveryOf(agent: string, seq: number, m: HiveMessage): Delivery {
     subject: m.subject,
     body: m.body.length > 200 ? `${m.body.slice(0, 197)}...` : m.body,
     needs_human: m.needs_human,
+    requires_reply: m.requires_reply,
     in_reply_to: m.in_reply_to,
     conversation: m.conversation,
   };

@@ -8,7 +8,9 @@ import type { IMetricReader } from '@opentelemetry/sdk-metrics';
 import type { WorkerEvent } from '../protocol/worker.ts';
 import type { HiveConfig } from '../config/schema.ts';
 import { AuditTrail } from '../audit/trail.ts';
-import { isAnswer, isQuestion, recordAnswer, recordQuestion } from '../audit/questions.ts';
+import { recordQuestion } from '../human/ledger.ts';
+import { isAnswer, isQuestion } from '../human/questions.ts';
+import { GOD_ID } from '../protocol/agent-id.ts';
 import { writeConfigSnapshot } from '../audit/config-snapshot.ts';
 import { startLogRotation } from '../log/rotate.ts';
 import { appendEvent } from '../log/event-log.ts';
@@ -142,11 +144,11 @@ export class HiveObserver {
       case 'router.delivered':
         e.deliveries.forEach((d, i) => {
           this.metrics?.delivered(d.agent, e.latenciesMs[i]);
-          if (isQuestion(d)) {
+          if (d.agent === GOD_ID && isQuestion(d)) {
             recordQuestion(this.root, d);
             this.note(`question ${d.id} from ${d.from}`);
           } else if (isAnswer(d)) {
-            recordAnswer(this.root, d);
+            // Its ledger line was written when the answer was given (human/questions.ts).
             this.note(`answer to ${d.in_reply_to}`);
           }
         });

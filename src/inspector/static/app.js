@@ -116,7 +116,7 @@ function renderFlow(messages) {
     const y = top + i * rowH + 14;
     const x1 = x(m.from);
     const x2 = x(m.agent);
-    const ask = m.needs_human || (m.agent === 'god' && ['query', 'request', 'propose'].includes(m.act));
+    const ask = m.question;
     const label = `${m.act}${m.subject ? `: ${m.subject}` : ''}`.slice(0, 40);
     if (x1 === x2) parts.push(`<path class="msg${ask ? ' ask' : ''}" d="M${x1},${y - 6} h24 v10 h-22" marker-end="url(#flow-arrow)"/>`);
     else parts.push(`<line class="msg${ask ? ' ask' : ''}" x1="${x1}" y1="${y}" x2="${x2 + (x2 > x1 ? -4 : 4)}" y2="${y}" marker-end="url(#flow-arrow)"/>`);
