@@ -35,7 +35,7 @@ export interface Hive {
   agentToken(id: string): string;
   /** Graceful stop: finish or abandon in-flight turns, commit, release the lock. */
   close(): Promise<void>;
-  // ---- memory (DESIGN §6) ----
+  // ---- memory (docs/architecture.md, "Memory") ----
   /** Durably appends an entry to an agent's memory.md (the miner and reflector are told). */
   remember(agent: string, entry: MemoryInput, options?: RememberOptions): Promise<Remembered>;
   /** get_memory: MemPalace, the built-in index, or plain text search. */

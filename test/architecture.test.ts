@@ -9,6 +9,8 @@ import { cruise, type ICruiseResult, type IReporterOutput } from 'dependency-cru
 import extractDepcruiseOptions from 'dependency-cruiser/config-utl/extract-depcruise-options';
 import extractTSConfig from 'dependency-cruiser/config-utl/extract-ts-config';
 import { tempRoot } from './helpers/temp.ts';
+import { MACHINES, machineGraph } from '../src/inspector/machine-graph.ts';
+import { renderMachineSvg } from '../src/inspector/diagram.ts';
 
 const REPO = path.resolve(import.meta.dirname, '..');
 
@@ -71,5 +73,14 @@ describe('architecture', () => {
       }
     }
     expect(long).toEqual([]);
+  });
+
+  it("docs/architecture.md's diagrams are what hive diagram draws from the machines now", async () => {
+    for (const name of Object.keys(MACHINES) as (keyof typeof MACHINES)[]) {
+      const drawn = await renderMachineSvg(machineGraph(MACHINES[name]), { title: `${name} machine` });
+      const kept = fs.readFileSync(path.join(REPO, 'docs', 'diagrams', `${name}.svg`), 'utf8');
+      expect(kept, `docs/diagrams/${name}.svg is stale: node bin/hive.mjs diagram ${name} --out docs/diagrams/${name}.svg`).toBe(drawn);
+      expect(fs.readFileSync(path.join(REPO, 'docs', 'architecture.md'), 'utf8')).toContain(`(diagrams/${name}.svg)`);
+    }
   });
 });

@@ -144,7 +144,7 @@ describe('HiveMessage schema', () => {
 });
 
 describe('agent ids', () => {
-  it('accept the DESIGN pattern and refuse anything that could escape a folder', () => {
+  it('accept the agent-id pattern and refuse anything that could escape a folder', () => {
     for (const ok of ['a', 'agent-42', 'x.y_z', '0'.repeat(64)]) expect(isAgentId(ok)).toBe(true);
     for (const bad of ['', '.', '..', '../x', 'A', '-a', 'a/b', 'a\\b', 'a'.repeat(65), 'a\0']) expect(isAgentId(bad)).toBe(false);
   });

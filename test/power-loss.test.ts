@@ -27,8 +27,8 @@ import type { AgentSettings } from '../src/protocol/worker.ts';
  * request the client was told was durable must have exactly one reply, handled once.
  *
  * A SIGKILL never loses the page cache, so the kill tests cannot see a missing flush;
- * this test can: with the fsyncs turned into no-ops it fails (checked once, see the
- * closing note of issue 20).
+ * this test can: with the fsyncs turned into no-ops it fails (checked once when it was
+ * written, and again with only the outbox folder's fsync removed).
  */
 
 const SETTINGS: AgentSettings = {

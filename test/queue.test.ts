@@ -28,7 +28,7 @@ async function hiveWith(...ids: string[]) {
 describeTransportConformance('filesystem', async () => createFsTransport(await hiveWith('a', 'b', 'c')));
 
 describe('hive layout', () => {
-  it('ensureHive and ensureAgent are idempotent and create DESIGN §2', async () => {
+  it('ensureHive and ensureAgent are idempotent and create the on-disk layout', async () => {
     const root = await hiveWith('alice');
     const p = agentPaths(root, 'alice');
     for (const f of [p.identity, p.memory, p.outbox, p.sent, p.inbox, p.done, p.cursor]) expect(fs.existsSync(f)).toBe(true);

@@ -231,8 +231,8 @@ export class AgentActor {
   /**
    * One `actor.state` event per pass of the event loop, with the latest value: a turn that
    * runs fetching → thinking → committing → idle without waiting on anything shows only
-   * where it ended (a postMessage per transition was ~8% of an agent thread at light load
-   * and sat in every turn's latency). A turn that waits (a brain thinking) is seen waiting.
+   * where it ended (a postMessage per transition showed in an agent thread's profile at light
+   * load and sat in every turn's latency). A turn that waits (a brain thinking) is seen waiting.
    */
   private reportState(): void {
     this.stateReport = null;
@@ -250,7 +250,7 @@ export class AgentActor {
     return this.clock.setTimeout(tick, this.o.settings.inboxPollMs);
   }
 
-  /** Re-arms the wake-up for the earliest durable timer (DESIGN §5: timers survive restarts). */
+  /** Re-arms the wake-up for the earliest durable timer (docs/architecture.md, "Durable timers"). */
   private armTimer(timers: DurableTimer[]): void {
     if (this.timerHandle !== null) this.clock.clearTimeout(this.timerHandle);
     this.timerHandle = null;

@@ -22,7 +22,7 @@ import { plantActive } from '../testing/seams.ts';
  *   3. inbox entries → .done                        crash before: restore moves entries ≤ cursor
  *   4. cursor.json mirror                           lazily; the commit record wins
  *
- * Why the debt: an fsync costs ~0.5 ms on the reference disk; syncing every outbox copy
+ * Why the debt: an fsync is the costliest step of a turn; syncing every outbox copy
  * inside the commit would double the cost of a turn for data the commit already holds.
  */
 

@@ -19,9 +19,9 @@ import { readRegularFile } from '../fs/regular-file.ts';
  * were written). Lines are self-contained: restore replays nothing, it reads one.
  *
  * The log is preallocated (`walBytes`, zero-filled and fsynced once) and written in
- * place, so a commit changes no metadata and fdatasync is a pure data flush: ~0.17 ms on
- * the reference disk, against ~0.26 ms for an append (the size changes, so the journal
- * commits) and ~0.66 ms for a temp file + fsync + rename + directory fsync. When the next
+ * place, so a commit changes no metadata and fdatasync is a pure data flush: cheaper than
+ * an append (the size changes, so the journal commits) and far cheaper than a temp file +
+ * fsync + rename + directory fsync (README, "Performance"). When the next
  * line does not fit, the state is checkpointed into state.json atomically and writing
  * starts again at offset 0; older lines carry commit numbers ≤ the checkpoint's and are
  * skipped.

@@ -22,7 +22,7 @@ export interface AuditCommit {
 }
 
 /**
- * The git audit trail of a hive root (DESIGN §7). Significant changes are `note()`d
+ * The git audit trail of a hive root (docs/architecture.md, "Observability"). Significant changes are `note()`d
  * with a reason; commits happen asynchronously, in batches, at most one per
  * `intervalMs`, one git process at a time. Nothing here blocks an actor: actors run
  * in worker threads, and the main thread only starts git processes and awaits them.
@@ -148,8 +148,8 @@ export class AuditTrail {
     try {
       // Commits start git through the git runner (git-runner.ts), started by the first
       // commit: after the hive is ready (a held trail), not during a start where its boot
-      // competed with the workers' (+0.1–0.3 s of cold start and of recovery after a
-      // SIGKILL, measured). That commit waits for it (~0.1 s) rather than forking git
+      // competed with the workers' (it slowed the cold start and the recovery after a
+      // SIGKILL). That commit waits for it rather than forking git
       // from the supervisor meanwhile; a runner that cannot start is not waited for. A
       // trail closing before its first commit does not start one for its last.
       if (!this.runner && !this.closing) {

@@ -29,8 +29,8 @@ type Factory<K extends BrainSpec['kind']> = (spec: Extract<BrainSpec, { kind: K 
 const FACTORIES: { [K in BrainSpec['kind']]?: Factory<K> } = {
   echo: async (spec) => createEchoBrain(spec.delayMs === undefined ? {} : { delayMs: spec.delayMs }),
   module: async (spec, env) => createModuleBrain(env.moduleUrl ?? spec.module, spec.export ?? 'default', spec.options ?? {}),
-  // Providers load on first use: execa alone is ~250 KB that an echo agent's worker
-  // would otherwise parse at every start.
+  // Providers load on first use: execa alone is more code than an echo agent's worker
+  // needs, parsed at every start otherwise.
   command: async (spec, env) =>
     (await import('./command.ts')).createCommandBrain(spec, {
       agentId: env.agentId,
@@ -52,11 +52,6 @@ const FACTORIES: { [K in BrainSpec['kind']]?: Factory<K> } = {
 
 /** Kinds whose messages wait for people or an outside process instead of an actor. */
 export const PASSIVE_KINDS: ReadonlySet<string> = new Set(['human', 'external']);
-
-/** Registers a provider (used by later providers and by tests). */
-export function registerBrainFactory<K extends BrainSpec['kind']>(kind: K, factory: Factory<K>): void {
-  (FACTORIES as Record<string, unknown>)[kind] = factory;
-}
 
 export async function createBrain(spec: BrainSpec, env: BrainEnv): Promise<Brain> {
   const factory = FACTORIES[spec.kind] as Factory<typeof spec.kind> | undefined;

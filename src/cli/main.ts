@@ -38,7 +38,7 @@ const SUBCOMMANDS: Record<string, () => Promise<Command[]>> = {
   memory: async () => (await import('./commands/memory.ts')).MEMORY_SUBCOMMANDS,
 };
 
-export const COMMAND_NAMES = Object.keys(LOADERS);
+const COMMAND_NAMES = Object.keys(LOADERS);
 
 async function helpText(): Promise<string> {
   const lines = ['hive — a durable actor runtime for teams of LLM agents', '', 'commands:'];

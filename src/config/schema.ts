@@ -88,7 +88,7 @@ const KickoffSchema = z
   })
   .strict();
 
-// ---- observability (issue 6): telemetry, event log, audit trail, inspector ----------
+// ---- observability: telemetry, event log, audit trail, inspector ----------
 
 export const TelemetrySchema = z
   .object({

@@ -52,7 +52,7 @@ async function syncPathAsync(target: string, dataOnly: boolean): Promise<void> {
   }
 }
 
-/** `syncFd` on libuv's thread pool. Callbacks, not fs.promises: a FileHandle per message cost the router ~10% of its CPU. */
+/** `syncFd` on libuv's thread pool. Callbacks, not fs.promises: a FileHandle per message showed in the router's profile. */
 async function syncFdAsync(fd: number, dataOnly: boolean): Promise<void> {
   const delay = fsyncDelayMs();
   if (delay > 0) await new Promise((r) => setTimeout(r, delay));
@@ -75,7 +75,7 @@ export function syncFd(fd: number, dataOnly = false): void {
  * `.tmp-<name>-<pid>-<thread><counter>`: the writer's pid lets the startup sweep tell a
  * temp file left by a dead process from one a live writer (a client, `hive send`) is
  * about to rename; thread id and a counter from a random start keep names unique
- * within the process. (A `randomBytes` call per file was ~5% of an agent thread's CPU
+ * within the process. (A `randomBytes` call per file showed in an agent thread's profile
  * at saturation.)
  */
 export function tempNameFor(target: string): string {

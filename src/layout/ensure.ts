@@ -68,7 +68,7 @@ function agentFilesToWrite(root: string, spec: AgentSpec): { name: string; role:
 const ENSURE_WINDOW = 16;
 
 /**
- * Creates the folders and files of agents idempotently (DESIGN §2) and records them in
+ * Creates the folders and files of agents idempotently (docs/architecture.md, "On-disk layout") and records them in
  * `registry.json` with one locked write. `identity.md` always ends up with the current
  * text; `memory.md` and `cursor.json` are created once and never overwritten.
  * @example await ensureAgents(root, [{ id: 'alice', brain: { kind: 'echo' } }, { id: 'bob' }])
@@ -76,7 +76,7 @@ const ENSURE_WINDOW = 16;
 export async function ensureAgents(root: string, specs: AgentSpec[], origin: RegistryEntry['origin'] = 'runtime'): Promise<RegistryEntry[]> {
   const files = specs.map((spec) => ({ spec, ...agentFilesToWrite(root, spec) }));
   // Each agent's files are one group commit; a window of agents flushes together (a new
-  // hive of 100 agents is 300 durable files: one after another they took ~0.5 s).
+  // hive of 100 agents is 300 durable files, slow one after another).
   for (let i = 0; i < files.length; i += ENSURE_WINDOW) {
     await Promise.all(files.slice(i, i + ENSURE_WINDOW).map((f) => (f.files.length > 0 ? writeFilesAtomicAsync(f.dir, f.files) : undefined)));
   }
@@ -118,7 +118,7 @@ export async function ensureHive(root: string): Promise<void> {
   const p = hivePaths(root);
   for (const dir of [p.root, p.agents, p.deadLetter, p.palace, p.backups]) makeDir(dir);
   if (!fs.existsSync(p.log)) fs.writeFileSync(p.log, '', { mode: hiveModes().file });
-  // DESIGN §2: the snapshot store and the archive of closed conversations, empty at first
+  // The snapshot store and the archive of closed conversations, empty at first
   // (never written over one a lock-protected updater made meanwhile).
   createFileOnce(p.snapshots, `${JSON.stringify({ version: 1, snapshots: [] }, null, 2)}\n`);
   createFileOnce(p.sessions, `${JSON.stringify({ version: 1, sessions: [] }, null, 2)}\n`);

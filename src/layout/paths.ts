@@ -16,7 +16,7 @@ function remember<T>(cache: Map<string, T>, key: string, value: T): T {
   return value;
 }
 
-/** Every well-known path of a hive root (DESIGN §2). Pure: builds strings, touches nothing. */
+/** Every well-known path of a hive root (docs/architecture.md, "On-disk layout"). Pure: builds strings, touches nothing. */
 export function hivePaths(root: string): HivePaths {
   const key = rootKey(root);
   return hiveCache.get(key) ?? remember(hiveCache, key, buildHivePaths(root));

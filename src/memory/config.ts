@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The `memory` section of hive.config.ts (DESIGN §6). Every field has a default, so
+ * The `memory` section of hive.config.ts. Every field has a default, so
  * `memory: {}` or no section at all is a working setup: built-in index, extractive
  * condenser, MemPalace used when `mempalace` is on PATH.
  */

@@ -1,5 +1,5 @@
 /**
- * The memory.md format (DESIGN §6), parsed without losing a byte.
+ * The memory.md format (docs/architecture.md, "Memory"), parsed without losing a byte.
  *
  *   # Name                                   header: everything before the first `## `
  *   ## Pinned | ## Condensed | ## Recent     region markers (written by the reflector)
@@ -87,19 +87,9 @@ export function parseMemory(text: string): MemoryDoc {
   return { header, blocks };
 }
 
-/** The entries (dated or not) and condensed items, without region markers. */
-export function entriesOf(doc: MemoryDoc): MemoryBlock[] {
-  return doc.blocks.filter((b) => b.kind !== 'region');
-}
-
 /** Non-blank text under a region marker (free text somebody wrote there) is content too. */
 export function hasContent(block: MemoryBlock): boolean {
   return block.raw.split('\n').slice(1).some((l) => l.trim() !== '');
-}
-
-/** Text as a sequence of lines (no line endings), for "every pinned line kept" checks. */
-export function linesOf(text: string): string[] {
-  return text.split(/\r?\n/);
 }
 
 /** `YYYY-MM-DD` of a date in UTC. */

@@ -120,7 +120,7 @@ export async function runMinePass(root: string, settings: MineSettings, jobs: Me
     manifest.lastMineTime = now;
     writeManifest(root, manifest);
     let snapshot = false;
-    // A searcher re-adds stale wings itself (~25 ms per 100 KiB), so the snapshot (seconds
+    // A searcher re-adds stale wings itself (cheap for a few), so the snapshot (costly
     // on a large palace) is rebuilt only once a tenth of the palace, or snapshotBytes, moved on.
     const totalBytes = Object.values(manifest.wings).reduce((n, w) => n + w.bytes, 0);
     if (totalBytes > 0 && (options.force || staleBytes(manifest) >= Math.max(settings.snapshotBytes, totalBytes / 10))) {

@@ -13,7 +13,7 @@ export function countEntries(text: string): number {
 }
 
 /**
- * The reflector's trigger (DESIGN §6; defaults ≥ 16 KiB and (> 64 KiB or > 50 entries)).
+ * The reflector's trigger (docs/architecture.md, "Memory"; defaults ≥ 16 KiB and (> 64 KiB or > 50 entries)).
  * @example needsCondense(70_000, 12, { minBytes: 16_384, maxBytes: 65_536, maxEntries: 50 }) // true
  */
 export function needsCondense(bytes: number, entries: number, t: CondenseThresholds): boolean {

@@ -6,8 +6,8 @@ import { makeDir } from '../fs/modes.ts';
 
 /**
  * `palace/index.json`: every wing in one MiniSearch index, serialized, so a searcher
- * starts from one JSON parse (~0.5 s for 10 MB of memory) instead of indexing every
- * wing again (~2.4 s). A piscina job; the miner runs it when enough wings moved on.
+ * starts from one JSON parse instead of indexing every wing again (several times
+ * slower). A piscina job; the miner runs it when enough wings moved on.
  */
 
 export interface SnapshotFile {

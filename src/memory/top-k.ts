@@ -8,8 +8,8 @@ import type { MemoryDocument } from './palace.ts';
  *
  * Why: `MiniSearch#search` builds a result object (with a match map) for every matching
  * document and sorts them all. On 10 MB of memory a 3-word query matches thousands of
- * sections, and that bookkeeping, not the postings walk, was 95 % of the time (p99
- * ~30 ms). Here scores accumulate in a Float64Array and only the best `k` become objects.
+ * sections, and that bookkeeping, not the postings walk, was nearly all of the time
+ * (README, "Memory": search latency). Here scores accumulate in a Float64Array and only the best `k` become objects.
  *
  * MiniSearch declares the index fields protected (its extension point for subclasses);
  * `loadJS` builds a plain MiniSearch, so they are read through the typed view below. The

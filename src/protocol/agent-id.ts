@@ -1,6 +1,6 @@
 import { HiveError, describeValue } from '../errors.ts';
 
-/** DESIGN §2: agent ids are safe path segments. Checked before any path is built. */
+/** Agent ids are safe path segments (docs/architecture.md, "On-disk layout"). Checked before any path is built. */
 export const AGENT_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 /** Recipients that are not agent folders of their own. */

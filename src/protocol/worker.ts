@@ -224,5 +224,3 @@ export type WorkerEvent =
   | { type: 'memory.state'; actor: 'miner' | 'reflector'; value: string }
   | { type: 'memory.mined'; result: MinePassResult }
   | { type: 'memory.condensed'; result: ReflectResult };
-
-export const READY: WorkerEvent['type'] = 'host.ready';

@@ -40,9 +40,8 @@ import { plantActive } from '../testing/seams.ts';
  * reported `duplicate`. Nothing is delivered twice.
  *
  * Why links: the sender already made the bytes durable (or the flush here does). Writing
- * a copy costs a file creation (~0.2 ms of CPU on the reference disk) and an fsync per
- * message; a link costs ~0.02 ms. Messages are
- * never modified in place, so the inbox entry and `outbox/.sent/` may share the inode.
+ * a copy costs a file creation and an fsync per message; a link costs a tenth of the
+ * creation alone. Messages are never modified in place, so the inbox entry and `outbox/.sent/` may share the inode.
  */
 
 export type DeliveryOutcome =

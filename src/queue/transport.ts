@@ -5,7 +5,7 @@ import type { DeliveryOutcome } from './inbox-deliver.ts';
 import type { DeadLetterReason } from './dead-letter.ts';
 
 /**
- * The message transport (DESIGN §8). The filesystem queues are the embedded default;
+ * The message transport (docs/architecture.md, "Transport"). The filesystem queues are the embedded default;
  * a broker-backed transport (NATS JetStream: outbox = a publish, inbox = a stream
  * with message-id dedupe, cursor = a durable consumer) must pass the same
  * conformance suite (`test/conformance/transport.ts`).

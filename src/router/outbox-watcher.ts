@@ -9,8 +9,8 @@ import { isAgentId } from '../protocol/agent-id.ts';
  *
  * On Linux it uses one `fs.watch` (inotify) per outbox: the event carries the file
  * name and costs no system call. chokidar does an lstat/stat per event and calls the
- * ignore filter for every path; under load that was ~40% of the router thread's CPU
- * (measured with --cpu-prof at saturation). Elsewhere chokidar, which papers over
+ * ignore filter for every path; under load that was the router thread's largest cost
+ * (a --cpu-prof profile at saturation). Elsewhere chokidar, which papers over
  * platform quirks, is used as intended.
  */
 export interface OutboxWatcher {

@@ -7,7 +7,7 @@
  * and a pass `take()`s the set when it begins; so a sender already in the set will be
  * read, and another event for it changes nothing. Under load most file events and kicks
  * name a sender already queued; dropping them spares a stat and an XState event each
- * (~17% of the router thread at saturation, measured with --cpu-prof).
+ * (a large share of the router thread at saturation, in a --cpu-prof profile).
  */
 export class PendingOutboxes {
   private senders = new Set<string>();

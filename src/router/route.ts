@@ -29,7 +29,7 @@ function deliveryOf(agent: string, seq: number, m: HiveMessage): Delivery {
 }
 
 /**
- * One routing pass over every outbox (DESIGN §4). Pure decisions in `decide`, effects
+ * One routing pass over every outbox (docs/architecture.md, "A routing pass"). Pure decisions in `decide`, effects
  * in `routeOnce`. Order of effects, and what a crash between them leaves:
  *   1. deliver every routable message, one group commit per recipient inbox
  *   2. deliver bounce notices to god (ids derived from the rejected item: idempotent)

@@ -8,9 +8,8 @@ import { HiveError } from '../errors.ts';
 import { PACKAGE_NAME, cacheDir as hiveCacheDir, packageRoot, runningFromSource } from '../package-files.ts';
 
 /**
- * Workers run compiled JavaScript. Measured on Node 20 (2 cores): a worker that
- * registers tsx's loader takes ~175 ms and ~28 MB to start; a bundled entry starts in
- * a fraction of that. Each of Hive's own entries (HIVE_ENTRIES) is one bundle,
+ * Workers run compiled JavaScript: a worker that registers tsx's loader starts several
+ * times slower and larger than a bundled entry (README, "Performance"). Each of Hive's own entries (HIVE_ENTRIES) is one bundle,
  * dependencies included (one file to parse instead of hundreds of ESM modules to
  * resolve). The package ships them prebuilt in `dist/workers/` (`npm run build`); a
  * checkout running its TypeScript builds them on first use into its cache, reused while
@@ -56,7 +55,7 @@ const built = new Map<string, Promise<string>>();
 
 /**
  * `split`: code reached only through `import()` goes to its own chunk files, loaded
- * when first used. Agent hosts start ~15 ms faster when the memory search (MiniSearch,
+ * when first used. Agent hosts start faster when the memory search (MiniSearch,
  * execa) that a brain may never call is not in their entry file.
  */
 interface Manifest {

@@ -41,9 +41,9 @@ export class MemoryActors {
   }
 
   /**
-   * Starts both actors (after the router: docs/architecture.md, "Start and restore") without holding up the
-   * hive's start: memory is not on the message path, and compiling and starting two
-   * more workers would delay the first delivery by ~0.4 s. `started()` resolves once
+   * Starts both actors (after the router: docs/architecture.md, "Start and restore")
+   * without holding up the hive's start: memory is not on the message path, and starting
+   * two more workers first would delay the first delivery. `started()` resolves once
    * both run; the pool starts on its first job.
    */
   start(): void {

@@ -126,7 +126,7 @@ export class Supervisor {
       sweepOrphanSessions(this.root);
       phase('sweep');
       this.agents.load(Object.values(readRegistry(this.root).agents));
-      // The router's worker boots alongside the agents' (~0.1 s of a cold start); it
+      // The router's worker boots alongside the agents' (a part of every cold start); it
       // routes only once every actor is restored and its inbox replayed.
       const routerBooting = this.router.boot();
       routerBooting.catch(() => undefined); // its start (or close) takes the error

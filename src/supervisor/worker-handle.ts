@@ -11,7 +11,7 @@ import { workerEntry } from './bundle.ts';
 /**
  * The parent's flags minus module loaders: a process started as `tsx script.ts` (or by a
  * test runner) passes `--import`/`--require` hooks, and every worker would load them
- * again (~100 ms and ~18 MB each, measured). Worker entries are compiled JavaScript.
+ * again, each at a cost larger than the worker's own start. Worker entries are compiled JavaScript.
  * Process-wide flags a worker refuses (`--perf-basic-prof`, `--title`...: Node throws
  * ERR_WORKER_INVALID_EXEC_ARGV and no worker would ever start) are dropped too; they
  * already apply to the whole process.

@@ -31,7 +31,7 @@ export interface ObserveOptions {
 }
 
 /**
- * The supervisor's observability (DESIGN §7), in one place so the supervisor only
+ * The supervisor's observability (docs/architecture.md, "Observability"), in one place so the supervisor only
  * forwards events to it: tracing and metrics (when configured), the event log's
  * rotation, the git audit trail and the questions ledger.
  */
@@ -90,8 +90,8 @@ export class HiveObserver {
       const audit = new AuditTrail(config.root, { intervalMs: config.audit.intervalMs });
       o.audit = audit;
       // git runs now, before any worker: a git process forked later, from a supervisor
-      // that is starting a hundred worker threads, cost a 100-agent cold start ~1.5 s
-      // (measured: 8.9–10.1 s with the audit trail on, 7.3–8.2 s off). For the same
+      // that is starting a hundred worker threads, slowed a 100-agent cold start by a
+      // fifth (README, "Performance": start-up). For the same
       // reason the first commit waits for `started()`.
       audit.hold();
       try {

@@ -1,5 +1,5 @@
 // comlink ships ESM files without an exports map or .d.mts; these aliases give the
-// ESM entry points the types of the package (DESIGN §1 traps).
+// ESM entry points the types of the package (its own types describe the CommonJS build).
 declare module 'comlink/dist/esm/comlink.mjs' {
   export * from 'comlink';
 }

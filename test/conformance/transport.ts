@@ -10,7 +10,7 @@ function msg(from: string, to: string, body: string): HiveMessage {
 }
 
 /**
- * The contract every transport must keep (DESIGN §4, §8). Run it once per implementation:
+ * The contract every transport must keep (docs/architecture.md, "Delivery", "Transport"). Run it once per implementation:
  * `describeTransportConformance('fs', async () => createFsTransport(root))`.
  */
 export function describeTransportConformance(name: string, make: TransportFactory): void {
