@@ -49,5 +49,7 @@ await build({
   logLevel: 'warning',
 });
 
+// Plain JavaScript beside the library (tsc emits only what it compiles).
+for (const f of ['build-cache.mjs', 'build-cache.d.mts']) fs.copyFileSync(path.join(ROOT, 'src', 'supervisor', f), path.join(DIST, 'src', 'supervisor', f));
 fs.cpSync(path.join(ROOT, 'src', 'inspector', 'static'), path.join(DIST, 'src', 'inspector', 'static'), { recursive: true });
 process.stdout.write(`build: dist/ in ${Math.round(performance.now() - t0)} ms (tsc ${Math.round(tscMs)} ms)\n`);

@@ -12,26 +12,7 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ENTRY = path.join(REPO, 'src', 'cli', 'main.ts');
 const CACHE = path.join(REPO, 'node_modules', '.cache', 'hive');
 const MANIFEST = path.join(CACHE, 'cli.manifest.json');
-
-function stamp(file) {
-  try {
-    const st = fs.statSync(file);
-    return `${st.mtimeMs}:${st.size}`;
-  } catch {
-    return 'missing';
-  }
-}
-
-function cached() {
-  try {
-    const m = JSON.parse(fs.readFileSync(MANIFEST, 'utf8'));
-    if (!m.outputs.every((f) => fs.existsSync(f))) return null;
-    for (const [file, s] of Object.entries(m.inputs)) if (stamp(file) !== s) return null;
-    return m.outputs[0];
-  } catch {
-    return null;
-  }
-}
+const { cachedBuild, saveBuild } = await import(pathToFileURL(path.join(REPO, 'src', 'supervisor', 'build-cache.mjs')).href);
 
 async function compile() {
   const { build } = await import('esbuild');
@@ -71,18 +52,14 @@ async function compile() {
     const file = path.join(CACHE, 'cli', name);
     if (!keep.has(file) && Date.now() - fs.statSync(file).mtimeMs > 60_000) fs.rmSync(file, { force: true });
   }
-  const inputs = {};
-  for (const rel of Object.keys(result.metafile.inputs)) inputs[path.resolve(REPO, rel)] = stamp(path.resolve(REPO, rel));
-  const tmp = `${MANIFEST}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify({ outputs, inputs }));
-  fs.renameSync(tmp, MANIFEST);
+  saveBuild(MANIFEST, outputs, result.metafile, REPO);
   return entry;
 }
 
 async function loadCli() {
   if (!fs.existsSync(path.join(REPO, 'node_modules'))) throw new Error('node_modules missing: run npm install');
   try {
-    const file = cached() ?? (await compile());
+    const file = cachedBuild(MANIFEST) ?? (await compile());
     return await import(pathToFileURL(file).href);
   } catch (err) {
     if (process.env.HIVE_DEBUG) process.stderr.write(`hive: compiled CLI unavailable (${err.message}); using tsx\n`);

@@ -5,12 +5,13 @@ import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { writeFileAtomic } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
+import { cachedBuild, saveBuild } from './build-cache.mjs';
 import { PACKAGE_NAME, cacheDir as hiveCacheDir, packageRoot, runningFromSource } from '../package-files.ts';
 
 /**
  * Workers run compiled JavaScript: a worker that registers tsx's loader starts several
- * times slower and larger than a bundled entry (README, "Performance"). Each of Hive's own entries (HIVE_ENTRIES) is one bundle,
- * dependencies included (one file to parse instead of hundreds of ESM modules to
+ * times slower and larger than a bundled entry (README, "Performance"). Each of Hive's own
+ * entries (HIVE_ENTRIES) is one bundle, dependencies included (one file to parse instead of hundreds of ESM modules to
  * resolve). The package ships them prebuilt in `dist/workers/` (`npm run build`); a
  * checkout running its TypeScript builds them on first use into its cache, reused while
  * none of their inputs changed. A user's TypeScript module brain is bundled the same
@@ -58,48 +59,15 @@ const built = new Map<string, Promise<string>>();
  * when first used. Agent hosts start faster when the memory search (MiniSearch,
  * execa) that a brain may never call is not in their entry file.
  */
-interface Manifest {
-  /** Every output file of the build (entry first). */
-  outputs: string[];
-  /** Every input file with `mtimeMs:size` when it was built. */
-  inputs: Record<string, string>;
-}
-
-function stamp(file: string): string {
-  try {
-    const st = fs.statSync(file);
-    return `${st.mtimeMs}:${st.size}`;
-  } catch {
-    return 'missing';
-  }
-}
-
-/**
- * A build from an earlier process is reused when none of its inputs changed (a stat per
- * input file, a few ms): a supervisor restart skips esbuild entirely.
- */
-function cachedBuild(name: string): string | null {
-  try {
-    const m = JSON.parse(fs.readFileSync(path.join(cacheDir(), `${name}.manifest.json`), 'utf8')) as Manifest;
-    if (!m.outputs.every((o) => fs.existsSync(o))) return null;
-    for (const [file, s] of Object.entries(m.inputs)) if (stamp(file) !== s) return null;
-    return m.outputs[0]!;
-  } catch {
-    return null;
-  }
-}
-
-function saveManifest(name: string, outputs: string[], metafile: { inputs: Record<string, unknown> }): void {
-  const inputs: Record<string, string> = {};
-  for (const rel of Object.keys(metafile.inputs)) {
-    const abs = path.resolve(process.cwd(), rel);
-    inputs[abs] = stamp(abs);
-  }
-  writeFileAtomic(path.join(cacheDir(), `${name}.manifest.json`), JSON.stringify({ outputs, inputs } satisfies Manifest), { durable: false });
+/** Where a build's manifest is kept (build-cache.mjs). */
+function manifestOf(name: string): string {
+  return path.join(cacheDir(), `${name}.manifest.json`);
 }
 
 async function bundle(entry: string, name: string, external: boolean, split = false): Promise<string> {
-  const cached = cachedBuild(name);
+  // A build from an earlier process is reused when none of its inputs changed: a supervisor
+  // restart skips esbuild entirely.
+  const cached = cachedBuild(manifestOf(name));
   if (cached) return cached;
   let result;
   try {
@@ -119,14 +87,14 @@ async function bundle(entry: string, name: string, external: boolean, split = fa
     // Names carry content hashes: an existing file already holds these bytes.
     for (const out of result.outputFiles) if (!fs.existsSync(out.path)) writeFileAtomic(out.path, out.contents, { durable: false });
     const main = result.outputFiles.find((o) => path.basename(o.path).startsWith(`${name}-`))!.path;
-    saveManifest(name, [main, ...result.outputFiles.map((o) => o.path).filter((o) => o !== main)], result.metafile);
+    saveBuild(manifestOf(name), [main, ...result.outputFiles.map((o) => o.path).filter((o) => o !== main)], result.metafile, process.cwd());
     return main;
   }
   const code = result.outputFiles[0]!.contents;
   const hash = createHash('sha256').update(code).digest('hex').slice(0, 16);
   const file = path.join(cacheDir(), `${name}-${hash}.mjs`);
   if (!fs.existsSync(file)) writeFileAtomic(file, code, { durable: false });
-  saveManifest(name, [file], result.metafile);
+  saveBuild(manifestOf(name), [file], result.metafile, process.cwd());
   return file;
 }
 
