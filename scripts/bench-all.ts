@@ -7,7 +7,7 @@ import { execa } from 'execa';
 import { fileURLToPath } from 'node:url';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const BENCHES = ['bench-queue.ts', 'bench-hive.ts', 'bench-memory.ts', 'bench-scale.ts'].filter((f) => fs.existsSync(path.join(REPO, 'scripts', f)));
+const BENCHES = ['bench-queue.ts', 'bench-hive.ts', 'bench-peers.ts', 'bench-memory.ts', 'bench-scale.ts'].filter((f) => fs.existsSync(path.join(REPO, 'scripts', f)));
 
 type Json = Record<string, any>;
 
@@ -64,6 +64,7 @@ const q = results['bench-queue.ts'] ?? {};
 const h = results['bench-hive.ts'] ?? {};
 const m = results['bench-memory.ts'] ?? {};
 const s = results['bench-scale.ts'] ?? {};
+const p = results['bench-peers.ts'] ?? {};
 const rows: [string, string, string][] = [
   ['raw durable write (write+fsync+rename+dir fsync), same run', `${q.rawDurableWrite?.perSecond ?? '?'} /s${range('bench-queue.ts', (r) => r.rawDurableWrite?.perSecond)}, p50 ${q.rawDurableWrite?.latencyMs?.p50 ?? '?'} ms`, 'baseline'],
   ['outbox single durable writes', `${q.outboxSingle?.messagesPerSecond ?? '?'} /s (${q.outboxSingle?.ratioToRaw ?? '?'}× raw)`, '≥ 0.7× raw'],
@@ -81,6 +82,15 @@ const rows: [string, string, string][] = [
   ['1,000 agents (pooled hosts): start → ready', `${s.thousandAgents?.startToReadyMs ?? '?'} ms`, '—'],
   ['1,000 agents: total RSS', `${s.thousandAgents?.totalRssMiB ?? '?'} MiB`, '≤ 3 GiB'],
 ];
+for (const name of ['hive', 'sqlite', 'redis']) {
+  const sys = p.systems?.[name];
+  if (!sys) continue;
+  rows.push([
+    `peers, same run: ${name} (8 echo agents, backlog sent at once; round trip one in flight)`,
+    `${sys.pairsPerSecond?.median ?? '?'} pairs/s (${sys.ratioToHive?.pairsPerSecond ?? '?'}× Hive), round trip p50 ${sys.roundTripMs?.p50 ?? '?'} ms, CPU ${sys.cpuMsPerPair?.saturation ?? '?'} ms/pair, exactly once: ${sys.exactlyOnce?.exactlyOnce ?? '?'}`,
+    name === 'hive' ? '≥ 1.0× the better peer' : '—',
+  ]);
+}
 if (m && !m.error && m.query) {
   rows.push(['memory search, 100 agents × 100 KiB', `p50 ${m.query.p50Ms} ms, p99 ${m.query.p99Ms} ms (spawning /bin/true: ${m.baseline?.spawnTrueMs} ms)`, 'p50 ≤ 5, p99 ≤ 20 ms']);
   rows.push(['memory re-mine after one file changed', `${m.remine?.oneFileChangedMs} ms`, '≤ 100 ms']);

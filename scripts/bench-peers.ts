@@ -1,0 +1,153 @@
+// npm run bench:peers — Hive against what a user would pick instead, in one run, interleaved:
+// the same durable workload (8 echo agents, one client, every message on disk before it is
+// acknowledged, each request answered exactly once) on Hive, on SQLite (better-sqlite3, WAL,
+// synchronous=FULL, one transaction per agent batch) and on Redis Streams (redis-server with
+// appendonly yes, appendfsync always; a Lua script per agent batch). Each round, for each
+// system in turn: a backlog of BENCH_REQUESTS requests sent at once, timed to the last
+// reply (pairs/s, CPU ms per pair, its server's included), then BENCH_SAMPLES round trips with
+// one request in flight. After the rounds each system is checked for exactly-once. The raw
+// write+fsync rate of the disk is the floor. Prints JSON.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { rawDurableWriteRate } from './bench/disk.ts';
+import { median, round, summarize } from './bench/stats.ts';
+import type { Peer, PeerCheck } from './bench/peers/peer.ts';
+import { startHivePeer } from './bench/peers/hive.ts';
+import { startSqlitePeer } from './bench/peers/sqlite.ts';
+import { redisUnavailable, startRedisPeer } from './bench/peers/redis.ts';
+
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4_000);
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+const AGENTS = Array.from({ length: 8 }, (_, i) => `echo-${i}`);
+const base = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'hive-bench-peers-'));
+
+/** CPU time (ms) of this process (every thread) and of the given server processes. */
+function cpuMs(pids: number[]): number {
+  const self = process.cpuUsage();
+  let ms = (self.user + self.system) / 1000;
+  const tick = 100; // USER_HZ on Linux
+  for (const pid of pids) {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    ms += ((Number(fields[11]) + Number(fields[12])) / tick) * 1000;
+  }
+  return ms;
+}
+
+const sent: Record<string, string[]> = {};
+function requests(peer: Peer, n: number, tag: string) {
+  const out = Array.from({ length: n }, (_, i) => ({ id: `${tag}-${i}-${randomUUID().slice(0, 8)}`, to: AGENTS[i % AGENTS.length]!, body: `${tag} ${i}` }));
+  (sent[peer.name] ??= []).push(...out.map((r) => r.id));
+  return out;
+}
+
+/** Sends `n` requests at once; resolves when every reply is durable in the client's inbox. */
+async function backlog(peer: Peer, n: number, tag: string): Promise<{ pairsPerSecond: number; cpuMsPerPair: number }> {
+  const batch = requests(peer, n, tag);
+  const waiting = new Set(batch.map((r) => r.id));
+  const done = new Promise<void>((resolve) => {
+    const off = peer.onReplies((ids) => {
+      for (const id of ids) waiting.delete(id);
+      if (waiting.size === 0) {
+        off();
+        resolve();
+      }
+    });
+  });
+  const cpu0 = cpuMs(peer.serverPids ?? []);
+  const t0 = performance.now();
+  await peer.send(batch);
+  await done;
+  const elapsed = performance.now() - t0;
+  return { pairsPerSecond: (n / elapsed) * 1000, cpuMsPerPair: (cpuMs(peer.serverPids ?? []) - cpu0) / n };
+}
+
+/** One request in flight: durable send → its reply durable in the client's inbox. */
+async function roundTrips(peer: Peer, n: number, tag: string): Promise<{ ms: number[]; cpuMsPerPair: number }> {
+  const ms: number[] = [];
+  const cpu0 = cpuMs(peer.serverPids ?? []);
+  for (let i = 0; i < n; i++) {
+    const [r] = requests(peer, 1, `${tag}-${i}`);
+    const replied = new Promise<void>((resolve) => {
+      const off = peer.onReplies((ids) => {
+        if (ids.includes(r!.id)) {
+          off();
+          resolve();
+        }
+      });
+    });
+    const t0 = performance.now();
+    await peer.send([r!]);
+    await replied;
+    ms.push(performance.now() - t0);
+    await new Promise((res) => setTimeout(res, 2));
+  }
+  return { ms, cpuMsPerPair: (cpuMs(peer.serverPids ?? []) - cpu0) / n };
+}
+
+const disk = rawDurableWriteRate(path.join(base, 'raw'), 300);
+const skipped: Record<string, string> = {};
+const peers: Peer[] = [await startHivePeer(path.join(base, 'hive'), AGENTS), await startSqlitePeer(path.join(base, 'sqlite'), AGENTS)];
+const noRedis = redisUnavailable();
+if (noRedis) skipped.redis = noRedis;
+else peers.push(await startRedisPeer(path.join(base, 'redis'), AGENTS));
+
+// Warm-up: every system handles a backlog and a few round trips before anything is timed
+// (page cache, JIT, Hive's worker isolates).
+for (const p of peers) {
+  await backlog(p, REQUESTS, 'warm');
+  await roundTrips(p, 50, 'warm-rtt');
+}
+const results: Record<string, { pairs: number[]; cpuSat: number[]; rtt: number[]; cpuRtt: number[] }> = {};
+for (let r = 0; r < ROUNDS; r++) {
+  // Rotated, so no system always runs first (the disk's speed drifts within minutes).
+  const order = peers.map((_, i) => peers[(i + r) % peers.length]!);
+  for (const p of order) {
+    const res = (results[p.name] ??= { pairs: [], cpuSat: [], rtt: [], cpuRtt: [] });
+    const b = await backlog(p, REQUESTS, `r${r}`);
+    res.pairs.push(b.pairsPerSecond);
+    res.cpuSat.push(b.cpuMsPerPair);
+    const t = await roundTrips(p, SAMPLES, `r${r}-rtt`);
+    res.rtt.push(...t.ms);
+    res.cpuRtt.push(t.cpuMsPerPair);
+  }
+}
+const checks: Record<string, PeerCheck> = {};
+for (const p of peers) {
+  // Replies still on their way (none should be) get a moment, then each system is checked.
+  await new Promise((res) => setTimeout(res, 200));
+  checks[p.name] = await p.check(sent[p.name] ?? []);
+}
+for (const p of peers) await p.close();
+
+const hivePairs = median(results.hive!.pairs);
+const systems = Object.fromEntries(
+  Object.entries(results).map(([name, r]) => {
+    const pairs = median(r.pairs);
+    const rtt = summarize(r.rtt);
+    return [
+      name,
+      {
+        pairsPerSecond: { median: round(pairs, 0), rounds: r.pairs.map((x) => round(x, 0)) },
+        roundTripMs: rtt,
+        cpuMsPerPair: { saturation: round(median(r.cpuSat), 3), oneInFlight: round(median(r.cpuRtt), 3) },
+        ratioToHive: { pairsPerSecond: round(pairs / hivePairs, 2), roundTripP50: round(rtt.p50 / summarize(results.hive!.rtt).p50, 2) },
+        exactlyOnce: checks[name],
+      },
+    ];
+  }),
+);
+const result = {
+  benchmark: 'peers',
+  machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version },
+  workload: { agents: AGENTS.length, backlogRequests: REQUESTS, roundTripSamplesPerRound: SAMPLES, rounds: ROUNDS },
+  rawDurableWrite: { perSecond: round(disk.perSecond, 0), p50Ms: summarize(disk.latenciesMs).p50, what: 'write + fsync + rename + folder fsync of one 400-byte file, one after another' },
+  systems,
+  skipped,
+  allExactlyOnce: Object.values(checks).every((c) => c.exactlyOnce),
+};
+process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+fs.rmSync(base, { recursive: true, force: true });
+if (!result.allExactlyOnce) process.exitCode = 1;

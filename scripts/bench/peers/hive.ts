@@ -1,0 +1,49 @@
+// Hive as a peer: a running hive of 8 echo agents and an external client. A request is a
+// message written durably into the client's outbox (writeOutboxAsync: one group commit for
+// a batch); its reply counts once the router delivered it, durably, into the client's inbox.
+import { createHive } from '../../../src/hive.ts';
+import { createMessage } from '../../../src/protocol/message.ts';
+import { writeOutboxAsync } from '../../../src/queue/outbox.ts';
+import { listInbox, readInboxEntry } from '../../../src/queue/inbox.ts';
+import { readStateFile } from '../../../src/agent/state-store.ts';
+import type { Peer, PeerCheck } from './peer.ts';
+import { checkCounts } from './sqlite.ts';
+
+export async function startHivePeer(root: string, agents: string[]): Promise<Peer> {
+  const hive = createHive({
+    root,
+    audit: { enabled: false },
+    inspector: { enabled: false },
+    agents: [...agents.map((id) => ({ id, brain: { kind: 'echo' as const } })), { id: 'client', brain: { kind: 'external' as const } }],
+  });
+  await hive.start();
+  const listeners = new Set<(ids: string[]) => void>();
+  hive.on('delivered', (d) => {
+    if (d.agent !== 'client' || !d.in_reply_to) return;
+    for (const l of listeners) l([d.in_reply_to]);
+  });
+  return {
+    name: 'hive',
+    async send(requests) {
+      await writeOutboxAsync(
+        root,
+        requests.map((r) => createMessage({ id: r.id, from: 'client', to: r.to, act: 'request', body: r.body })),
+      );
+      hive.supervisor.kickRouter(['client']); // as hive.send does
+    },
+    onReplies(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    check(requestIds): PeerCheck {
+      const counts = new Map<string, number>();
+      for (const e of listInbox(root, 'client')) {
+        const m = readInboxEntry(root, 'client', e.name);
+        if (m?.in_reply_to) counts.set(m.in_reply_to, (counts.get(m.in_reply_to) ?? 0) + 1);
+      }
+      const handled = agents.reduce((n, a) => n + (readStateFile(root, a)?.snapshot.context.handled ?? 0), 0);
+      return checkCounts(requestIds, counts, handled);
+    },
+    close: () => hive.close(),
+  };
+}
