@@ -4,7 +4,8 @@
  * port. Not exported from the package.
  */
 import { threadId, type MessagePort } from 'node:worker_threads';
-import type { ActorInfo, AgentHostApi, HostedAgentSpec, RouterLinkMessage, WorkerEvent } from '../src/protocol/worker.ts';
+import type { ActorInfo, AgentHostApi, BrainLoadFailure, HostedAgentSpec, RouterLinkMessage, WorkerEvent } from '../src/protocol/worker.ts';
+import { errorMessage } from '../src/errors.ts';
 import { beginWorker, crashWorker, exposeWorker } from '../src/worker/host.ts';
 import { AgentActor } from '../src/agent/agent-actor.ts';
 import { createBrain } from '../src/brains/create.ts';
@@ -33,8 +34,18 @@ const emit = (event: WorkerEvent) => {
   host.emit(event);
 };
 
-async function startOne(spec: HostedAgentSpec): Promise<ActorInfo> {
-  const brain = await createBrain(spec.brain, {
+/** The agent's brain, or the reason it cannot be loaded (a configuration error). */
+async function loadBrain(spec: HostedAgentSpec): Promise<Awaited<ReturnType<typeof createBrain>> | BrainLoadFailure> {
+  try {
+    return await createBrainFor(spec);
+  } catch (err) {
+    const what = spec.brain.kind === 'module' ? `brain module ${spec.brain.module}` : `${spec.brain.kind} brain`;
+    return { agent: spec.id, error: `${what} could not be loaded: ${errorMessage(err)}` };
+  }
+}
+
+function createBrainFor(spec: HostedAgentSpec) {
+  return createBrain(spec.brain, {
     root: init.root,
     agentId: spec.id,
     agentName: spec.name,
@@ -52,6 +63,9 @@ async function startOne(spec: HostedAgentSpec): Promise<ActorInfo> {
       ? { extraEnv: otelEnvFor({ id: spec.id, name: spec.name }, { otlpEndpoint: init.telemetry.otlpEndpoint, serviceName: init.telemetry.serviceName }) }
       : {}),
   });
+}
+
+async function startOne(spec: HostedAgentSpec, brain: Awaited<ReturnType<typeof createBrain>>): Promise<ActorInfo> {
   const actor = new AgentActor({
     root: init.root,
     spec,
@@ -70,9 +84,14 @@ async function startOne(spec: HostedAgentSpec): Promise<ActorInfo> {
 
 const api: AgentHostApi = {
   async startActors(specs) {
-    const infos: ActorInfo[] = [];
-    for (const spec of specs) infos.push(await startOne(spec));
-    return infos;
+    const started: ActorInfo[] = [];
+    const failed: BrainLoadFailure[] = [];
+    for (const spec of specs) {
+      const brain = await loadBrain(spec);
+      if ('error' in brain && 'agent' in brain) failed.push(brain);
+      else started.push(await startOne(spec, brain));
+    }
+    return { started, failed };
   },
   wake(ids) {
     for (const id of ids) actors.get(id)?.wake();

@@ -25,7 +25,7 @@ export interface Work {
   entries: WorkEntry[];
   timers: DurableTimer[];
   /** An entry that crashed its brain too often: dead-letter it instead of thinking. */
-  poison: (WorkEntry & { attempts: number }) | null;
+  poison: (WorkEntry & { attempts: number; lastError?: string }) | null;
   /** Seq to skip to when the inbox has a gap that did not fill in time. */
   skipTo: number | null;
   /**
@@ -86,7 +86,7 @@ export const agentEffects = {
   fetchWork: fromPromise<Work | null, FetchInput>(async () => notProvided('fetchWork')),
   think: fromPromise<TurnResult, { context: PersistedAgentContext; work: Work }>(async () => notProvided('think')),
   commit: fromPromise<void, CommitInput>(async () => notProvided('commit')),
-  rejectPoison: fromPromise<void, { next: PersistedAgentContext; poison: WorkEntry & { attempts: number } }>(async () =>
+  rejectPoison: fromPromise<void, { next: PersistedAgentContext; poison: WorkEntry & { attempts: number; lastError?: string } }>(async () =>
     notProvided('rejectPoison'),
   ),
 };

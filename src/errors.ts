@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   E_HOP_CAP: 'A message passed the hop cap (a reply loop)',
   E_POISON: 'A message crashed its brain too many times in a row',
   E_NOT_REGULAR: 'A queue entry is not a regular file (a symlink, FIFO, socket, device or folder)',
+  E_UNAVAILABLE: "A brain's provider cannot be started or reached (the configuration or the environment, not the message)",
 } as const;
 
 export type HiveErrorCode = keyof typeof ERROR_CODES;

@@ -25,7 +25,7 @@ import { composeMessages, godNotice, nextTimers } from './compose.ts';
 import { SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { commitTurn, paySyncDebt, type StepRunner, type SyncDebt } from './commit.ts';
 import { ShortageGate } from '../fs/shortage.ts';
-import { inflightMarker, readInflight, type InflightMarker } from './inflight.ts';
+import { inflightMarker, readInflight, withLastError, type InflightMarker } from './inflight.ts';
 import { restoreAgentState } from './restore.ts';
 import { StateStore, type SessionTurn } from './state-store.ts';
 import type { MarkerFile } from '../fs/marker.ts';
@@ -77,6 +77,8 @@ export class AgentActor {
   private session: Session | null = null;
   private pendingTurns: { input: BrainInput; out: BrainOutput }[] = [];
   private stopping = false;
+  /** Since when, and how often, the provider has been unavailable (null: it is not). */
+  private providerWait: { since: number; attempt: number } | null = null;
   private thinkStart = 0;
   /** Send spans of the turn being committed (ended once the messages are durable). */
   private sendSpans: Span[] = [];
@@ -320,7 +322,7 @@ export class AgentActor {
       const restarts = m ? (samePid ? m.restarts : m.restarts + 1) : 0;
       const limit = this.o.settings.poisonAfter;
       if (attempts > limit || restarts > limit * 2) {
-        return { entries: [], timers: [], poison: { ...first, attempts: attempts - 1 + restarts }, skipTo: null };
+        return { entries: [], timers: [], poison: { ...first, attempts: attempts - 1 + restarts, ...(m?.lastError ? { lastError: m.lastError } : {}) }, skipTo: null };
       }
       // After a crash, re-run one message at a time so a poison message is pinned down exactly.
       if (attempts > 1 || restarts > 0) entries.splice(1);
@@ -414,20 +416,57 @@ export class AgentActor {
     for (let attempt = 0; ; attempt++) {
       let err: unknown;
       try {
-        return await this.timed(() => this.o.brain.handle(turn));
+        const out = await this.timed(() => this.o.brain.handle(turn));
+        this.providerBack();
+        return out;
       } catch (e) {
         err = e;
       }
       const code = (err as { code?: string }).code;
       const message = errorMessage(err);
+      if (code === 'E_UNAVAILABLE' && !this.stopping) {
+        // Not the message's fault (the provider cannot be started or reached): the turn
+        // waits, paused, and is tried again until the operator fixes it. No attempt counts.
+        await this.waitForProvider(message);
+        attempt -= 1;
+        continue;
+      }
       await this.runStep(() => this.session?.record({ kind: 'error', attempt: attempt + 1, code: code ?? null, message, details: (err as { details?: unknown }).details ?? null }));
       appendEvent(this.o.root, { type: 'brain.failed', agent: this.id, attempt: attempt + 1, code: code ?? null, error: message });
       // Provider failures (exit codes, timeouts, HTTP errors) are retried in place; any
       // other throw is a bug in the brain: let it crash.
       const retryable = code === 'E_BRAIN' || code === 'E_TIMEOUT';
-      if (!retryable || attempt >= retries || this.stopping) throw err;
+      if (!retryable || attempt >= retries || this.stopping) {
+        // What the poison reason will name if this keeps happening (the marker survives the crash).
+        if (this.inflight && this.marker) {
+          this.inflight = withLastError(this.inflight, message);
+          this.marker.write(this.inflight);
+        }
+        throw err;
+      }
       await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
     }
+  }
+
+  /** Paused while the provider is unavailable: logged and reported once, then waited out with backoff up to 30 s. */
+  private async waitForProvider(error: string): Promise<void> {
+    const reason = 'brain unavailable';
+    if (this.providerWait === null) {
+      this.providerWait = { since: Date.now(), attempt: 0 };
+      this.o.emit({ type: 'actor.paused', agent: this.id, reason, error });
+      appendEvent(this.o.root, { type: 'actor.paused', agent: this.id, reason, error });
+    }
+    const delay = Math.min(30_000, 500 * 2 ** this.providerWait.attempt++);
+    await new Promise((r) => setTimeout(r, delay));
+  }
+
+  /** The provider answered again after a wait: resumed. */
+  private providerBack(): void {
+    if (this.providerWait === null) return;
+    const pausedMs = Date.now() - this.providerWait.since;
+    this.providerWait = null;
+    this.o.emit({ type: 'actor.resumed', agent: this.id, pausedMs });
+    appendEvent(this.o.root, { type: 'actor.resumed', agent: this.id, paused_ms: pausedMs });
   }
 
   /**
@@ -499,12 +538,13 @@ export class AgentActor {
     if (messages.length > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: messages.length });
   }
 
-  private async rejectPoison(next: PersistedAgentContext, poison: WorkEntry & { attempts: number }): Promise<void> {
+  private async rejectPoison(next: PersistedAgentContext, poison: WorkEntry & { attempts: number; lastError?: string }): Promise<void> {
+    const last = poison.lastError ? `; the last attempt ended with: ${poison.lastError}` : '';
     const p = agentPaths(this.o.root, this.id);
     const name = `${String(poison.seq).padStart(12, '0')}-${poison.message.id}.json`;
     const rec = await this.runStep(() =>
       deadLetterData(this.o.root, `poison-${this.id}-${name}`, encodeMessage(poison.message), {
-        error: `Message crashed the brain of "${this.id}" ${poison.attempts} times in a row (poison)`,
+        error: `Message crashed the brain of "${this.id}" ${poison.attempts} times in a row (poison)${last}`,
         code: 'E_POISON',
         source: relativeToHive(this.o.root, `${p.inbox}/${name}`),
         agent: this.id,
@@ -515,7 +555,7 @@ export class AgentActor {
       'poison',
       `${this.id}/${poison.message.id}`,
       `Poison message dead-lettered at ${this.id}`,
-      `Message ${poison.message.id} from ${poison.message.from} crashed the brain of ${this.id} ${poison.attempts} times in a row. ` +
+      `Message ${poison.message.id} from ${poison.message.from} crashed the brain of ${this.id} ${poison.attempts} times in a row${last}. ` +
         `It was moved to dead-letter/${rec.name} and the agent went on with its next message.`,
       poison.message.id,
     );

@@ -9,6 +9,15 @@ export interface InflightMarker {
   /** Supervisor processes that died while this seq was in flight (SIGKILL, power cut). */
   restarts: number;
   pid: number;
+  /** The error the last attempt ended with (cut to fit the marker), for the poison reason. */
+  lastError?: string;
+}
+
+/** The marker with `error` as its last error, cut so the record fits its 256-byte slot. */
+export function withLastError(m: InflightMarker, error: string): InflightMarker {
+  let cut = error.replace(/[^\x20-\x7e]/g, '?').slice(0, 160);
+  while (cut.length > 0 && Buffer.byteLength(JSON.stringify({ ...m, lastError: cut })) >= 250) cut = cut.slice(0, -10);
+  return { ...m, lastError: cut };
 }
 
 /**

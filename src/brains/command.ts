@@ -96,12 +96,13 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
       const stderr = String(result.stderr ?? '').slice(-STDERR_KEEP);
       if (result.timedOut || result.isCanceled) killGroup(pid ?? 0); // what it started goes with it
       if (prefix.length > 0 && result.exitCode === 127 && /^setpriv: failed to execute/m.test(stderr)) {
-        throw new HiveError('E_BRAIN', `Cannot run ${name}: ${stderr.trim().split('\n').at(-1)}`, { details: { stderr } });
+        throw new HiveError('E_UNAVAILABLE', `Cannot run ${name}: ${stderr.trim().split('\n').at(-1)}`, { details: { stderr } });
       }
       if (result.timedOut) throw new HiveError('E_TIMEOUT', `${name} did not finish within ${spec.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms and was killed`, { details: { stderr, pid: child.pid ?? null } });
       if (result.isCanceled) throw new HiveError('E_STOPPED', `${name} was stopped`, { details: { stderr } });
       if (result.failed && result.exitCode === undefined) {
-        throw new HiveError('E_BRAIN', `Cannot run ${name}: ${result.shortMessage ?? result.message}`, { details: { stderr } });
+        // It never ran (ENOENT, EACCES...): the configuration or the machine, not the message.
+        throw new HiveError('E_UNAVAILABLE', `Cannot run ${name}: ${result.shortMessage ?? result.message}`, { details: { stderr, code: (result as { code?: string }).code ?? null } });
       }
       if (result.exitCode !== 0) {
         throw new HiveError('E_BRAIN', `${name} exited with code ${result.exitCode}${stderr ? `: ${stderr.trim().slice(-500)}` : ''}`, { details: { stderr, exitCode: result.exitCode } });

@@ -81,7 +81,8 @@ export function createOpenAIBrain(
       if (controller.signal.aborted) throw new HiveError('E_STOPPED', `${name}: request stopped`);
       if ((err as Error).name === 'TimeoutError') throw new HiveError('E_TIMEOUT', `${name} did not answer within ${timeoutMs} ms`);
       if ((err as { code?: string }).code?.startsWith('E_')) throw err;
-      throw new HiveError('E_BRAIN', `${name} could not be reached: ${(err as Error).message}`, { cause: err });
+      // No answer at all (refused, unresolvable, reset): the endpoint, not the message.
+      throw new HiveError('E_UNAVAILABLE', `${name} could not be reached: ${(err as Error).message}${(err as { cause?: { code?: string } }).cause?.code ? ` (${(err as { cause: { code: string } }).cause.code})` : ''}`, { cause: err });
     } finally {
       inflight.delete(controller);
     }

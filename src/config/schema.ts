@@ -53,6 +53,20 @@ export const BrainSchema = z.discriminatedUnion('kind', [
 
 export type BrainSpec = z.infer<typeof BrainSchema>;
 
+/**
+ * A brain's paths anchored at the config's folder: a module brain's file, and a command
+ * brain's program when it is a path (`./bin/claude`; a bare name such as `claude` is looked
+ * up on PATH when it runs) and its `cwd`.
+ */
+export function resolveBrainPaths(brain: BrainSpec, configDir: string): BrainSpec {
+  if (brain.kind === 'module') return { ...brain, module: path.resolve(configDir, brain.module) };
+  if (brain.kind === 'command') {
+    const command = brain.command.includes('/') ? path.resolve(configDir, brain.command) : brain.command;
+    return { ...brain, command, ...(brain.cwd !== undefined ? { cwd: path.resolve(configDir, brain.cwd) } : {}) };
+  }
+  return brain;
+}
+
 export const AgentConfigSchema = z
   .object({
     id: agentId.refine((v) => !RESERVED_IDS.has(v), { message: `an id that is not reserved (${[...RESERVED_IDS].join(', ')})` }),
@@ -323,7 +337,7 @@ export function parseConfig(input: unknown, configDir: string, configFile: strin
   return {
     ...cfg,
     root: path.resolve(configDir, cfg.root),
-    agents: cfg.agents.map((a) => (a.brain.kind === 'module' ? { ...a, brain: { ...a.brain, module: path.resolve(configDir, a.brain.module) } } : a)),
+    agents: cfg.agents.map((a) => ({ ...a, brain: resolveBrainPaths(a.brain, configDir) })),
     configDir,
     configFile,
   };

@@ -96,13 +96,24 @@ export interface ActorInfo {
 export type RouterLinkMessage = { type: 'wake'; agents: string[] } | { type: 'kick'; senders: string[] };
 
 export interface AgentHostApi {
-  startActors(specs: HostedAgentSpec[]): Promise<ActorInfo[]>;
+  /**
+   * Starts these agents' actors. An agent whose brain cannot be loaded (its module does not
+   * import, exports no brain, its provider refuses its settings) is not started and is
+   * returned in `failed`: a configuration error, not a crash.
+   */
+  startActors(specs: HostedAgentSpec[]): Promise<{ started: ActorInfo[]; failed: BrainLoadFailure[] }>;
   /** Connects the host to the router (replaces an earlier link). */
   attachRouter(port: MessagePort): void;
   wake(ids: string[]): void;
   stopActor(id: string, graceMs: number): Promise<boolean>;
   stopAll(graceMs: number): Promise<void>;
   status(): ActorInfo[];
+}
+
+/** An agent whose brain could not be loaded, and why. */
+export interface BrainLoadFailure {
+  agent: string;
+  error: string;
 }
 
 export interface RouterInfo {

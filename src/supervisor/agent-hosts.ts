@@ -1,4 +1,7 @@
-import type { AgentHostApi, AgentSettings, ActorContextSummary, HostedAgentSpec, WorkerEvent } from '../protocol/worker.ts';
+import type { AgentHostApi, AgentSettings, ActorContextSummary, BrainLoadFailure, HostedAgentSpec, WorkerEvent } from '../protocol/worker.ts';
+import { brainProblem } from '../brains/preflight.ts';
+import { updateRegistry } from '../registry/registry.ts';
+import { godNotice } from '../agent/compose.ts';
 import { BrainSchema, type BrainSpec } from '../config/schema.ts';
 import type { RegistryEntry } from '../registry/registry.ts';
 import { appendEvent } from '../log/event-log.ts';
@@ -36,6 +39,8 @@ export interface AgentRecord {
   paused?: string | null;
   /** Its worker was just ended for a pool mate's turn deadline (see HostedAgentSpec.forgiveCrash). */
   forgive?: boolean;
+  /** Why its brain cannot be started (a configuration error), or undefined. */
+  problem?: string;
 }
 
 /**
@@ -77,16 +82,71 @@ export class AgentHosts {
     }
   }
 
-  /** Places the runnable agents (`hostOf`: the pools the config names) and starts their workers. */
-  async startAll(hostOf: Map<string, string | undefined>): Promise<number> {
-    const runnable = [...this.records.values()].filter((r) => isRunnable(r.entry, r.brain));
+  /**
+   * Places the runnable agents (`hostOf`: the pools the config names) and starts their
+   * workers. An agent whose brain cannot be started is not (see `configFailed`); the
+   * returned `failed` names each, with the reason.
+   */
+  async startAll(hostOf: Map<string, string | undefined>): Promise<{ running: number; failed: BrainLoadFailure[] }> {
+    const failed: BrainLoadFailure[] = [];
+    const runnable: AgentRecord[] = [];
+    for (const r of [...this.records.values()].filter((x) => isRunnable(x.entry, x.brain))) {
+      const problem = await this.preflight(r);
+      if (problem) failed.push(await this.configFailed(r.entry.id, problem));
+      else runnable.push(r);
+    }
     const placement = placeAgents(runnable.map((r) => ({ id: r.entry.id, host: hostOf.get(r.entry.id) })), this.ctx.config.supervisor.agentsPerWorker);
     for (const [hostId, ids] of placement) {
       this.members.set(hostId, ids);
       for (const id of ids) this.records.get(id)!.hostId = hostId;
     }
+    this.loadFailures = failed;
     await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId)));
-    return runnable.length;
+    this.loadFailures = null;
+    return { running: runnable.filter((r) => !failed.some((x) => x.agent === r.entry.id)).length, failed };
+  }
+
+  /** What is wrong with an agent's brain before any worker starts, or null (module brains are compiled here, once). */
+  private async preflight(r: AgentRecord): Promise<string | null> {
+    const problem = brainProblem(r.brain);
+    if (problem) return problem;
+    if (r.brain.kind !== 'module') return null;
+    try {
+      await moduleBrainUrl(r.brain.module);
+      return null;
+    } catch (err) {
+      return `brain module ${r.brain.module} could not be compiled: ${errorMessage(err)}`;
+    }
+  }
+
+  /** Failures found while `startAll` runs (the workers' brain loads add theirs). */
+  private loadFailures: BrainLoadFailure[] | null = null;
+
+  /**
+   * A configuration error: the agent is not started, marked failed (registry, status, log)
+   * with the reason, and god is told. Its inbox is left alone: no message is counted
+   * against a brain that never ran. A new start (or spawn) tries again.
+   */
+  private async configFailed(id: string, problem: string): Promise<BrainLoadFailure> {
+    const r = this.records.get(id);
+    const error = `Agent "${id}": ${problem}`;
+    if (r) {
+      r.problem = problem;
+      r.entry.status = 'failed';
+      r.value = 'stopped';
+      const hostId = r.hostId;
+      r.hostId = null;
+      if (hostId) this.members.set(hostId, (this.members.get(hostId) ?? []).filter((m) => m !== id));
+    }
+    await updateRegistry(this.ctx.root, (reg) => {
+      if (reg.agents[id]) reg.agents[id]!.status = 'failed';
+    }).catch(() => undefined);
+    appendEvent(this.ctx.root, { type: 'actor.config-failed', agent: id, error: problem });
+    this.ctx.notices.post(godNotice('failed', `${id}/config/${Date.now()}`, `${id} cannot start`, `${error}. Its messages wait in its inbox; fix the configuration and start the hive (or spawn the agent) again.`));
+    this.ctx.events.emit('failed', { host: 'config', agents: [id], error, restarts: 0 });
+    const failure = { agent: id, error };
+    this.loadFailures?.push(failure);
+    return failure;
   }
 
   startWatchdog(): void {
@@ -109,15 +169,25 @@ export class AgentHosts {
     const record = this.newRecord(entry, brain, 'starting', this.records.get(entry.id)?.turnClock);
     this.records.set(entry.id, record);
     if (!isRunnable(entry, brain)) return;
+    const problem = await this.preflight(record);
+    if (problem) throw new HiveError('E_BAD_CONFIG', (await this.configFailed(entry.id, problem)).error);
     const hostId = hostIdFor({ id: entry.id, host: pool }, this.ctx.config.supervisor.agentsPerWorker, this.members);
     record.hostId = hostId;
     this.members.set(hostId, [...(this.members.get(hostId) ?? []), entry.id]);
     const host = this.hosts.get(hostId);
-    if (host?.handle) {
-      const hosted = await this.hostedSpec(entry.id);
-      await host.handle.call(async (api) => api.startActors([hosted]));
-      await this.router.updateHost(hostId, this.members.get(hostId) ?? []);
-    } else await this.startHost(hostId);
+    const failures: BrainLoadFailure[] = [];
+    this.loadFailures = failures;
+    try {
+      if (host?.handle) {
+        const hosted = await this.hostedSpec(entry.id);
+        const res = await host.handle.call(async (api) => api.startActors([hosted]));
+        for (const f of res.failed) await this.configFailed(f.agent, f.error);
+        await this.router.updateHost(hostId, this.members.get(hostId) ?? []);
+      } else await this.startHost(hostId);
+    } finally {
+      this.loadFailures = null;
+    }
+    if (failures.length > 0) throw new HiveError('E_BAD_CONFIG', failures.map((x) => x.error).join('; '));
     this.ctx.events.emit('spawned', { agent: entry.id, host: hostId });
   }
 
@@ -154,7 +224,12 @@ export class AgentHosts {
       return await fn();
     } finally {
       const spec = await this.hostedSpec(id);
-      await handle.call((api) => api.startActors([spec])).catch((err) => appendEvent(this.ctx.root, { type: 'actor.resume-failed', agent: id, error: errorMessage(err) }));
+      await handle
+        .call((api) => api.startActors([spec]))
+        .then(async (res) => {
+          for (const f of res.failed) await this.configFailed(f.agent, f.error);
+        })
+        .catch((err) => appendEvent(this.ctx.root, { type: 'actor.resume-failed', agent: id, error: errorMessage(err) }));
     }
   }
 
@@ -195,7 +270,7 @@ export class AgentHosts {
           brain: r.brain.kind,
           host: r.hostId,
           state: host ? (started !== null ? 'thinking' : r.value) : passive ? 'waiting' : 'stopped',
-          status: host ? withPause(host.state(), r.paused ?? null) : r.entry.status,
+          status: host ? withPause(host.state(), r.paused ?? null) : r.problem ? `failed: ${r.problem}` : r.entry.status,
           restarts: host?.restarts() ?? 0,
           inboxDepth: safeDepth(this.ctx.root, r.entry.id, cursor),
           cursor,
@@ -264,12 +339,15 @@ export class AgentHosts {
         void handle.exited.then(() => this.workers.get(hostId) === handle && this.workers.delete(hostId));
         // Linked first: once its actors start, a brain may keep the thread from answering.
         await this.router.link(hostId, handle, agentsOf());
+        let res;
         try {
-          await handle.call((api) => api.startActors(specs));
+          res = await handle.call((api) => api.startActors(specs));
         } catch (err) {
           await handle.terminate();
           throw err;
         }
+        for (const f of res.failed) await this.configFailed(f.agent, f.error);
+        if (res.failed.length > 0) await this.router.updateHost(hostId, agentsOf());
         return handle;
       },
       drain: async (handle) => {
@@ -285,6 +363,12 @@ export class AgentHosts {
     });
     this.hosts.set(hostId, child);
     await child.start();
+    if (agentsOf().length === 0 && this.hosts.get(hostId) === child) {
+      // Every agent of it failed to load: the worker has nothing to run.
+      this.hosts.delete(hostId);
+      this.members.delete(hostId);
+      await child.stop();
+    }
   }
 
   /** The running turns the deadline watches: agents whose worker thread is alive. */

@@ -1,8 +1,7 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import type { ActorContextSummary, WorkerEvent, WorkerInit } from '../protocol/worker.ts';
-import { AgentConfigSchema, type AgentConfig, type HiveConfig } from '../config/schema.ts';
+import { AgentConfigSchema, resolveBrainPaths, type AgentConfig, type HiveConfig } from '../config/schema.ts';
 import { ensureAgent, ensureAgents, ensureHive } from '../layout/ensure.ts';
 import { agentPaths } from '../layout/paths.ts';
 import { acquireHiveLock, type HiveLock } from '../lock/hive-lock.ts';
@@ -132,7 +131,13 @@ export class Supervisor {
       routerBooting.catch(() => undefined); // its start (or close) takes the error
       let running: number;
       try {
-        running = await this.agents.startAll(new Map(this.config.agents.map((a) => [a.id, a.host])));
+        const started = await this.agents.startAll(new Map(this.config.agents.map((a) => [a.id, a.host])));
+        running = started.running;
+        // A mistake in the config is reported by start() (the hive does not run with it);
+        // an agent spawned at run time whose brain is gone is only marked failed.
+        const inConfig = new Set(this.config.agents.map((a) => a.id));
+        const mistakes = started.failed.filter((f) => inConfig.has(f.agent));
+        if (mistakes.length > 0) throw new HiveError('E_BAD_CONFIG', `${mistakes.map((f) => f.error).join('; ')} (config ${this.config.configFile ?? this.config.configDir})`, { details: { agents: mistakes } });
       } catch (err) {
         void routerBooting.then((h) => h.terminate(), () => undefined);
         throw err;
@@ -191,7 +196,7 @@ export class Supervisor {
       throw new HiveError('E_BAD_CONFIG', `Invalid agent spec: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(spec)'}: ${i.message}`).join('; ')}`);
     }
     const spec: AgentConfig = parsed.data;
-    const brain = spec.brain.kind === 'module' ? { ...spec.brain, module: path.resolve(this.config.configDir, spec.brain.module) } : spec.brain;
+    const brain = resolveBrainPaths(spec.brain, this.config.configDir);
     if (this.agents.isRunning(spec.id)) throw new HiveError('E_BAD_CONFIG', `Agent "${spec.id}" is already running`);
     const previousBrain = readRegistry(this.root).agents[spec.id]?.brain;
     // Noted before the files are written as well as after: an audit commit already running
