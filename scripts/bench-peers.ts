@@ -37,6 +37,7 @@ function cpuMs(pids: number[]): number {
 }
 
 const sent: Record<string, string[]> = {};
+const progress = (what: string) => process.stderr.write(`bench:peers: ${what}\n`);
 function requests(peer: Peer, n: number, tag: string) {
   const out = Array.from({ length: n }, (_, i) => ({ id: `${tag}-${i}-${randomUUID().slice(0, 8)}`, to: AGENTS[i % AGENTS.length]!, body: `${tag} ${i}` }));
   (sent[peer.name] ??= []).push(...out.map((r) => r.id));
@@ -58,6 +59,7 @@ async function backlog(peer: Peer, n: number, tag: string): Promise<{ pairsPerSe
   });
   const cpu0 = cpuMs(peer.serverPids ?? []);
   const t0 = performance.now();
+  progress(`${peer.name}: backlog ${tag} (${n} requests)`);
   await peer.send(batch);
   await done;
   const elapsed = performance.now() - t0;
@@ -68,6 +70,7 @@ async function backlog(peer: Peer, n: number, tag: string): Promise<{ pairsPerSe
 async function roundTrips(peer: Peer, n: number, tag: string): Promise<{ ms: number[]; cpuMsPerPair: number }> {
   const ms: number[] = [];
   const cpu0 = cpuMs(peer.serverPids ?? []);
+  progress(`${peer.name}: ${n} round trips ${tag}`);
   for (let i = 0; i < n; i++) {
     const [r] = requests(peer, 1, `${tag}-${i}`);
     const replied = new Promise<void>((resolve) => {

@@ -63,7 +63,7 @@ export async function startRedisPeer(dir: string, agents: string[], batch = 256)
   );
   const listeners = new Set<(ids: string[]) => void>();
   let closing = false;
-  let last = '$';
+  let last = '0'; // from the stream's start: '$' between two reads would miss what arrived in between
   const reading = (async () => {
     while (!closing) {
       const res = await reader.xread('COUNT', 1000, 'BLOCK', 100, 'STREAMS', 'in:client', last);
