@@ -34,11 +34,12 @@ describe('prompt exit', () => {
     const child = spawn(process.execPath, [path.join(REPO, 'bin', 'hive.mjs'), 'start', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stoppedAt = 0;
     let stderr = '';
-    child.stderr.on('data', (d) => (stderr += String(d)));
     const out = readline.createInterface({ input: child.stdout });
     const ready = new Promise<void>((resolve) => out.on('line', (l) => l.startsWith('hive ready') && resolve()));
-    out.on('line', (l) => {
-      if (/stopped/.test(l)) stoppedAt = performance.now();
+    // `hive: stopped` is a status line: on stderr, like the rest of what hive start says about itself.
+    readline.createInterface({ input: child.stderr }).on('line', (l) => {
+      stderr += `${l}\n`;
+      if (l === 'hive: stopped') stoppedAt = performance.now();
     });
     const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
     await ready;
