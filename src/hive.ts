@@ -12,6 +12,8 @@ import { searchMemory, type MemorySearchOptions, type MemorySearchResult } from 
 import { memoryStatus, type MemoryStatus } from './memory/status.ts';
 import type { MinePassResult } from './memory/mine.ts';
 import type { ReflectResult } from './memory/reflect.ts';
+import { listDeadLetters, type DeadLetterEntry } from './queue/dead-letter.ts';
+import { discardDeadLetters, retryDeadLetters, showDeadLetter, type DeadLetterDetail } from './queue/dead-letter-tools.ts';
 
 /** A running (or startable) hive. */
 export interface Hive {
@@ -31,6 +33,15 @@ export interface Hive {
   /** Answers a question in its conversation; the asker's actor continues. */
   answer(questionId: string, body: string): HiveMessage;
   on<K extends HiveEventName>(event: K, listener: (event: HiveEventMap[K]) => void): () => void;
+  // ---- dead letters ----
+  /** Dead letters with their reasons, oldest first. */
+  deadLetters(): DeadLetterEntry[];
+  /** One dead letter: its reason, content and the message it holds. */
+  deadLetter(name: string): DeadLetterDetail;
+  /** Sends dead letters again, each as a new message (delivered exactly once), and archives them. */
+  retryDeadLetters(names: string[]): HiveMessage[];
+  /** Moves dead letters to `dead-letter/.archive/` (never deleted). */
+  discardDeadLetters(names: string[]): void;
   /** The hooks token of an agent (HIVE_AGENT_TOKEN), for an agent CLI run outside the hive. */
   agentToken(id: string): string;
   /** Graceful stop: finish or abandon in-flight turns, commit, release the lock. */
@@ -89,6 +100,18 @@ export function createHive(config: HiveConfigInput | HiveConfig, options: Create
     on: (event, listener) => supervisor.events.on(event, listener),
     close: () => supervisor.close(),
     agentToken: (id) => agentToken(parsed.root, id),
+    deadLetters: () => listDeadLetters(parsed.root),
+    deadLetter: (name) => showDeadLetter(parsed.root, name),
+    retryDeadLetters: (names) => {
+      const retried = retryDeadLetters(parsed.root, names).map((r) => r.message);
+      supervisor.kickRouter([...new Set(retried.map((m) => m.from))]);
+      supervisor.observer?.note(`retried ${retried.length} dead letter(s)`);
+      return retried;
+    },
+    discardDeadLetters: (names) => {
+      discardDeadLetters(parsed.root, names);
+      supervisor.observer?.note(`discarded ${names.length} dead letter(s)`);
+    },
     remember: async (agent, entry, opts) => {
       const r = await remember(parsed.root, agent, entry, opts);
       supervisor.memory.notify(agent);

@@ -27,6 +27,8 @@ export type { ActorStatus } from './supervisor/supervisor.ts';
 export type { HiveEventMap, HiveEventName } from './supervisor/events.ts';
 export type { Delivery } from './protocol/worker.ts';
 export type { Question } from './human/questions.ts';
+export type { DeadLetterEntry, DeadLetterReason } from './queue/dead-letter.ts';
+export type { DeadLetterDetail } from './queue/dead-letter-tools.ts';
 // Observability
 export { otelEnvFor } from './telemetry/env.ts';
 export type { ObserveOptions } from './telemetry/observer.ts';

@@ -31,11 +31,13 @@ const LOADERS: Record<string, () => Promise<Command>> = {
   audit: async () => (await import('./commands/audit.ts')).auditCommand,
   diagram: async () => (await import('./commands/diagram.ts')).diagramCommand,
   memory: async () => (await import('./commands/memory.ts')).memoryCommand,
+  'dead-letter': async () => (await import('./commands/dead-letter.ts')).deadLetterCommand,
 };
 
 /** Two-word commands (`hive memory add ...`), loaded with their family. */
 const SUBCOMMANDS: Record<string, () => Promise<Command[]>> = {
   memory: async () => (await import('./commands/memory.ts')).MEMORY_SUBCOMMANDS,
+  'dead-letter': async () => (await import('./commands/dead-letter.ts')).DEAD_LETTER_SUBCOMMANDS,
 };
 
 const COMMAND_NAMES = Object.keys(LOADERS);

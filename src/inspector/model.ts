@@ -118,6 +118,14 @@ export class InspectorModel {
     return sent;
   }
 
+  /** Retries or discards one dead letter (the hive's API), then republishes the list. */
+  resolveDeadLetter(name: string, action: 'retry' | 'discard'): { id: string | null } {
+    if (typeof name !== 'string' || name === '') throw new HiveError('E_BAD_ARGS', 'Expected `name` to be a dead letter name (a string)');
+    const id = action === 'retry' ? this.hive.retryDeadLetters([name])[0]!.id : (this.hive.discardDeadLetters([name]), null);
+    this.publish({ type: 'dead-letters', data: this.deadLetters() });
+    return { id };
+  }
+
   close(): void {
     for (const off of this.offs.splice(0)) off();
     if (this.tick) clearInterval(this.tick);

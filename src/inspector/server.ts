@@ -132,6 +132,23 @@ export async function startInspector(hive: Hive, options: { port?: number; token
           return sendError(res, status, isHiveError(err) ? err.code : 'E_IO', errorMessage(err));
         }
       }
+      case 'POST /api/dead-letters/retry':
+      case 'POST /api/dead-letters/discard': {
+        if (presented.via !== 'header') return sendError(res, 403, 'E_BAD_ARGS', 'Dead-letter actions must carry the token in the x-hive-token header');
+        let input: { name?: unknown };
+        try {
+          input = JSON.parse(await readBody(req)) as typeof input;
+        } catch {
+          return sendError(res, 400, 'E_BAD_ARGS', 'Expected a JSON body { "name": "<dead letter name>" }');
+        }
+        try {
+          const r = model.resolveDeadLetter(input.name as string, url.pathname.endsWith('/retry') ? 'retry' : 'discard');
+          return send(res, 200, JSON.stringify({ ok: true, ...r }));
+        } catch (err) {
+          const status = isHiveError(err, 'E_NOT_FOUND') ? 404 : isHiveError(err, 'E_BAD_ARGS') || isHiveError(err, 'E_BAD_MESSAGE') || isHiveError(err, 'E_UNKNOWN_AGENT') ? 400 : 500;
+          return sendError(res, status, isHiveError(err) ? err.code : 'E_IO', errorMessage(err));
+        }
+      }
       default:
         return sendError(res, 404, 'E_NOT_FOUND', `No such inspector resource: ${route}`);
     }

@@ -24,6 +24,7 @@ export type ControlRequest =
   | { op: 'answer'; question: string; body: string; again?: boolean }
   | { op: 'session'; agent: string; action: SessionAction; key?: string; name?: string }
   | { op: 'import'; name: string; into: string }
+  | { op: 'kick'; senders?: string[] }
   /** Only on a hive started with the fault ops of src/testing/fault-ops.ts (`hive chaos`). */
   | { op: 'crash'; agent: string };
 
@@ -36,6 +37,7 @@ export interface ControlTarget {
   questions(options: { open?: boolean }): Question[];
   answer(question: string, body: string, options: { again?: boolean }): HiveMessage;
   withAgentPaused<T>(agentId: string, fn: () => Promise<T> | T): Promise<T>;
+  kickRouter(senders?: string[]): void;
 }
 
 /** Extra ops a hive is started with (fault injection for `hive chaos`): op name → handler. */
@@ -71,6 +73,9 @@ export async function startControlServer(root: string, supervisor: ControlTarget
           return { ok: true, id: supervisor.answer(req.question, req.body, { again: req.again ?? false }).id };
         case 'session':
           return { ok: true, result: await runSessionAction(root, req.agent, req.action, req, supervisor) };
+        case 'kick':
+          supervisor.kickRouter(Array.isArray(req.senders) ? req.senders.filter((s): s is string => typeof s === 'string') : undefined);
+          return { ok: true };
         case 'import':
           return { ok: true, result: await supervisor.withAgentPaused(req.into, () => importSnapshot(root, req.name, req.into)) };
         default: {

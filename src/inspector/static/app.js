@@ -128,7 +128,23 @@ function renderFlow(messages) {
 
 function renderDead(list) {
   const body = $('#dead tbody');
-  body.innerHTML = list.map((d) => `<tr><td>${esc(d.at ?? '')}</td><td>${esc(d.code ?? '')}</td><td>${esc(d.source ?? d.name)}</td><td>${esc(d.error)}</td></tr>`).join('');
+  body.innerHTML = list
+    .map(
+      (d) =>
+        `<tr data-name="${esc(d.name)}"><td>${esc(d.at ?? '')}</td><td>${esc(d.code ?? '')}</td><td>${esc(d.source ?? d.name)}</td><td>${esc(d.error)}</td>` +
+        `<td><button type="button" data-action="retry">Retry</button> <button type="button" data-action="discard">Discard</button> <span class="status"></span></td></tr>`,
+    )
+    .join('');
+  for (const button of body.querySelectorAll('button')) {
+    button.addEventListener('click', async () => {
+      const row = button.closest('tr');
+      const status = $('.status', row);
+      status.textContent = '…';
+      const res = await fetch(`/api/dead-letters/${button.dataset.action}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: row.dataset.name }) });
+      const out = await res.json().catch(() => ({}));
+      status.textContent = res.ok ? (out.id ? `retried as ${out.id}` : 'discarded') : `failed: ${out.error?.message ?? res.status}`;
+    });
+  }
   $('#dead-empty').hidden = list.length > 0;
 }
 
