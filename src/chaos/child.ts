@@ -7,7 +7,7 @@ const BIN = hiveBin();
 
 export interface ChildEvent {
   event: string;
-  at: number;
+  at: string;
   [key: string]: unknown;
 }
 

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { HiveError } from '../errors.ts';
@@ -60,14 +61,52 @@ export function int(args: ParsedArgs, name: string, command: Command, fallback: 
   return n;
 }
 
+/** How the last command's root was chosen, for an error that says where it looked. */
+export let rootChoice: { root: string; how: string } | null = null;
+
+/** A hive folder: registry.json and agents/ (what `hive init` makes). */
+function looksLikeHive(dir: string): boolean {
+  return fs.existsSync(path.join(dir, 'registry.json')) && fs.existsSync(path.join(dir, 'agents'));
+}
+
 /**
- * The hive root a command works on (`--root`, `$HIVE_ROOT`, `./.hive`). What the command
- * creates there takes the root's sharing (owner-only, or group-readable: src/fs/modes.ts).
+ * The hive root a command works on, found as git finds a repository: `--root`, else
+ * `$HIVE_ROOT`, else walking up from the current folder, the first folder that is a hive,
+ * holds a `.hive` that is one, or holds a `hive.config.json` (its `root`); else `./.hive`.
+ * `discover: false` (hive init) skips the walk. What the command creates there takes the
+ * root's sharing (owner-only, or group-readable: src/fs/modes.ts).
  */
-export function rootOf(args: ParsedArgs, io: CliIO): string {
-  const root = path.resolve(io.cwd, str(args, 'root') ?? io.env.HIVE_ROOT ?? '.hive');
+export function rootOf(args: ParsedArgs, io: CliIO, options: { discover?: boolean } = {}): string {
+  const given = str(args, 'root');
+  let root: string;
+  let how: string;
+  if (given !== undefined) [root, how] = [path.resolve(io.cwd, given), '--root'];
+  else if (io.env.HIVE_ROOT) [root, how] = [path.resolve(io.cwd, io.env.HIVE_ROOT), '$HIVE_ROOT'];
+  else {
+    const found = options.discover === false ? null : discoverRoot(io.cwd);
+    if (found) [root, how] = [found, `found from ${io.cwd}`];
+    else [root, how] = [path.resolve(io.cwd, '.hive'), `no --root, no $HIVE_ROOT, and no hive in ${io.cwd} or a folder above it`];
+  }
+  rootChoice = { root, how };
   adoptModesOf(root);
   return root;
+}
+
+function discoverRoot(from: string): string | null {
+  for (let dir = path.resolve(from); ; dir = path.dirname(dir)) {
+    if (looksLikeHive(dir)) return dir;
+    if (looksLikeHive(path.join(dir, '.hive'))) return path.join(dir, '.hive');
+    const config = path.join(dir, 'hive.config.json');
+    if (fs.existsSync(config)) {
+      try {
+        const root = (JSON.parse(fs.readFileSync(config, 'utf8')) as { root?: unknown }).root;
+        if (typeof root === 'string') return path.resolve(dir, root);
+      } catch {
+        // not readable: keep walking
+      }
+    }
+    if (path.dirname(dir) === dir) return null;
+  }
 }
 
 export function badArgs(command: Command, problem: string): HiveError {

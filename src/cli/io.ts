@@ -11,19 +11,36 @@ export interface CliIO {
   interrupted: Promise<void>;
 }
 
+/**
+ * Every output of a real process. A reader that goes away (`hive log | head`) closes the
+ * pipe: from then on output is dropped and the command is asked to stop as if interrupted
+ * (a long-running one stops gracefully), as Unix tools do, instead of dying with an
+ * EPIPE stack trace.
+ */
 export function processIO(): CliIO {
+  let stop: () => void = () => undefined;
+  const interrupted = new Promise<void>((resolve) => {
+    stop = resolve;
+    // `on`, not `once`: execa's signal-exit re-raises a signal when no other listener is
+    // left after its own ran, which would kill the process before the graceful stop.
+    process.on('SIGINT', () => resolve());
+    process.on('SIGTERM', () => resolve());
+  });
+  const closed = { stdout: false, stderr: false };
+  for (const name of ['stdout', 'stderr'] as const) {
+    process[name].on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+      closed[name] = true;
+      stop();
+    });
+  }
   return {
-    out: (t) => process.stdout.write(t),
-    err: (t) => process.stderr.write(t),
+    out: (t) => void (closed.stdout || process.stdout.write(t)),
+    err: (t) => void (closed.stderr || process.stderr.write(t)),
     stdin: process.stdin,
     env: process.env,
     cwd: process.cwd(),
-    // `on`, not `once`: execa's signal-exit re-raises a signal when no other listener is
-    // left after its own ran, which would kill the process before the graceful stop.
-    interrupted: new Promise<void>((resolve) => {
-      process.on('SIGINT', () => resolve());
-      process.on('SIGTERM', () => resolve());
-    }),
+    interrupted,
   };
 }
 

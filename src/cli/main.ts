@@ -1,5 +1,5 @@
 import { HiveError, errorMessage, isHiveError } from '../errors.ts';
-import { parseCommandArgs, type Command } from './args.ts';
+import { parseCommandArgs, rootChoice, type Command } from './args.ts';
 import { processIO, type CliIO } from './io.ts';
 import { terminalText } from './terminal.ts';
 import { packageVersion } from '../package-files.ts';
@@ -122,7 +122,9 @@ export async function runCli(argv: string[], io: CliIO = processIO()): Promise<n
     return await command.run(args, io);
   } catch (err) {
     const code = isHiveError(err) ? ` [${(err as HiveError).code}]` : '';
-    io.err(`${terminalText(errorMessage(err))}${code}\n`); // messages quote names found in the hive
+    // Not a hive where it looked: say how that root was chosen (flag, environment, walk).
+    const where = isHiveError(err, 'E_NOT_A_HIVE') && rootChoice ? ` (root ${rootChoice.root}: ${rootChoice.how})` : '';
+    io.err(`${terminalText(errorMessage(err))}${where}${code}\n`); // messages quote names found in the hive
     return exitCodeOf(err);
   }
 }

@@ -30,8 +30,8 @@ export const askCommand: Command = {
 export const answerCommand: Command = {
   name: 'answer',
   summary: 'answer a question: the reply goes into the same conversation and unblocks the asker',
-  usage: 'hive answer ID --body TEXT|- [--root DIR] [--again]',
-  options: { ...ROOT_OPTION, body: { type: 'string' }, again: { type: 'boolean' } },
+  usage: 'hive answer ID --body TEXT|- [--root DIR] [--again] [--json]',
+  options: { ...ROOT_OPTION, ...JSON_OPTION, body: { type: 'string' }, again: { type: 'boolean' } },
   positionals: [1, 1],
   async run(args, io) {
     const root = rootOf(args, io);
@@ -41,13 +41,14 @@ export const answerCommand: Command = {
     if (body === '-') body = await readAll(io.stdin);
     const id = args.positionals[0]!;
     const again = args.values.again === true;
+    let answer: string;
     try {
-      const r = await controlRequest<{ id: string }>(root, { op: 'answer', question: id, body, again });
-      io.out(`${r.id}\n`);
+      answer = (await controlRequest<{ id: string }>(root, { op: 'answer', question: id, body, again })).id;
     } catch (err) {
       if (!isHiveError(err, 'E_NOT_FOUND') || !/Nothing listens/.test((err as Error).message)) throw err;
-      io.out(`${answerQuestion(root, id, body, { again }).id}\n`);
+      answer = answerQuestion(root, id, body, { again }).id;
     }
+    io.out(args.values.json ? `${JSON.stringify({ id: answer, question: id })}\n` : `${answer}\n`);
     return 0;
   },
 };

@@ -4,16 +4,17 @@ import { agentPaths } from '../../layout/paths.ts';
 import { requireHive } from '../../layout/ensure.ts';
 import { writeOutbox } from '../../queue/outbox.ts';
 import { HiveError } from '../../errors.ts';
-import { ROOT_OPTION, badArgs, rootOf, str, type Command } from '../args.ts';
+import { JSON_OPTION, ROOT_OPTION, badArgs, rootOf, str, type Command } from '../args.ts';
 import { readAll } from '../io.ts';
 
 export const sendCommand: Command = {
   name: 'send',
   summary: "write a message into an agent's outbox (durable; no supervisor needed)",
   usage:
-    'hive send --root DIR --from A --to B [--act ACT] [--subject S] [--body TEXT | --body -] [--needs-human] [--conversation C] [--in-reply-to ID]',
+    'hive send --root DIR --from A --to B [--act ACT] [--subject S] [--body TEXT | --body -] [--needs-human] [--conversation C] [--in-reply-to ID] [--json]',
   options: {
     ...ROOT_OPTION,
+    ...JSON_OPTION,
     from: { type: 'string' },
     to: { type: 'string' },
     act: { type: 'string' },
@@ -46,7 +47,7 @@ export const sendCommand: Command = {
       throw new HiveError('E_UNKNOWN_AGENT', `Agent "${parsed.message.from}" does not exist in ${root}; spawn it first`);
     }
     writeOutbox(root, [parsed.message]);
-    io.out(`${parsed.message.id}\n`);
+    io.out(args.values.json ? `${JSON.stringify({ id: parsed.message.id, conversation: parsed.message.conversation, created_at: parsed.message.created_at })}\n` : `${parsed.message.id}\n`);
     return 0;
   },
 };

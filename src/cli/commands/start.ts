@@ -44,7 +44,7 @@ export const startCommand: Command = {
     const json = args.values.json === true;
     const quiet = args.values.quiet === true;
     /** --json: one JSON object a line for each event (tools and the chaos engine read them). */
-    const emit = (event: string, data: object) => io.out(`${JSON.stringify({ event, at: Date.now(), ...data })}\n`);
+    const emit = (event: string, data: object) => io.out(`${JSON.stringify({ event, at: new Date().toISOString(), ...data })}\n`);
     if (json) {
       if (!quiet) hive.on('delivered', (d) => emit('delivered', d));
       hive.on('crashed', (c) => emit('crashed', c));
