@@ -21,6 +21,13 @@ export interface ModuleContext {
   send(to: string, act: Act, body: string, extra?: Partial<Draft>): void;
   /** Ask the people in the loop; the answer arrives as a message from god. */
   ask(body: string, extra?: Partial<Draft>): void;
+  /**
+   * Withdraw a question this agent asked (it moved on: a default taken, the work done):
+   * `question` by id, or every open question of this agent in `conversation` (default: the
+   * input message's). A withdrawn question leaves `hive ask` and the inspector, and an
+   * answer to it is refused with the reason.
+   */
+  withdraw(options?: { question?: string; conversation?: string; reason?: string }): void;
   schedule(name: string, delayMs: number, payload?: JsonValue): void;
   cancel(name: string): void;
   /** get_memory: search the hive's memories (read-only; works inside the agent's worker). */

@@ -34,6 +34,19 @@ export async function runModuleHandler(
     ask(body, extra = {}) {
       messages.push({ to: 'god', act: 'query', needs_human: true, body, ...extra });
     },
+    withdraw(options = {}) {
+      const conversation = options.conversation ?? (input.kind === 'message' ? input.message.conversation : undefined);
+      if (!options.question && !conversation) throw new HiveError('E_BRAIN', 'ctx.withdraw() on a timer needs { question } or { conversation }');
+      messages.push({
+        to: 'god',
+        act: 'done',
+        subject: 'Withdrawn',
+        body: options.reason ?? 'The question is withdrawn: the asker moved on.',
+        requires_reply: false,
+        in_reply_to: options.question ?? null,
+        ...(conversation ? { conversation } : {}),
+      });
+    },
     schedule(name, delayMs, payload = null) {
       schedule.push({ name, delayMs, payload });
     },

@@ -28,7 +28,18 @@ export interface Question {
   conversation: string;
   created_at: string;
   needs_human: boolean;
+  /** open until answered or withdrawn by its asker. */
+  state: 'open' | 'answered' | 'withdrawn';
   answered: { answer_id: string; at: string } | null;
+  withdrawn: { id: string; at: string; reason: string } | null;
+}
+
+/**
+ * A withdrawal: a `done` from the asker to god, `in_reply_to` the question, or with no
+ * `in_reply_to` for every question it asked earlier in that conversation (`ctx.withdraw`).
+ */
+function isWithdrawal(m: HiveMessage): boolean {
+  return m.act === 'done' && m.from !== GOD_ID && m.from !== SYSTEM_SENDER && !isQuestion(m);
 }
 
 /** Acts that ask for something whether or not they are flagged. */
@@ -69,11 +80,16 @@ function answered(root: string): Map<string, { answer_id: string; at: string }> 
 export function listQuestions(root: string, options: { open?: boolean } = {}): Question[] {
   const answers = answered(root);
   const out: Question[] = [];
-  for (const row of listInbox(root, GOD_ID)) {
-    const m = readInboxEntry(root, GOD_ID, row.name);
+  const rows = listInbox(root, GOD_ID).map((row) => ({ row, m: readInboxEntry(root, GOD_ID, row.name) }));
+  const withdrawals = rows.filter((r) => r.m && isWithdrawal(r.m)) as { row: (typeof rows)[number]['row']; m: HiveMessage }[];
+  for (const { row, m } of rows) {
     if (!m || !isQuestion(m)) continue;
     const answer = answers.get(m.id) ?? null;
-    if (options.open && answer) continue;
+    const w = withdrawals.find(
+      (x) => x.m.from === m.from && (x.m.in_reply_to === m.id || (x.m.in_reply_to === null && x.m.conversation === m.conversation && x.row.seq > row.seq)),
+    );
+    const withdrawn = w && !answer ? { id: w.m.id, at: w.m.created_at, reason: w.m.body } : null;
+    if (options.open && (answer || withdrawn)) continue;
     out.push({
       id: m.id,
       seq: row.seq,
@@ -84,7 +100,9 @@ export function listQuestions(root: string, options: { open?: boolean } = {}): Q
       conversation: m.conversation,
       created_at: m.created_at,
       needs_human: m.needs_human,
+      state: answer ? 'answered' : withdrawn ? 'withdrawn' : 'open',
       answered: answer,
+      withdrawn,
     });
   }
   return out;
@@ -100,6 +118,9 @@ export function listQuestions(root: string, options: { open?: boolean } = {}): Q
 export function answerQuestion(root: string, questionId: string, body: string, options: { again?: boolean } = {}): HiveMessage {
   const q = listQuestions(root).find((x) => x.id === questionId);
   if (!q) throw new HiveError('E_NOT_FOUND', `No question ${JSON.stringify(questionId)} in god's inbox; list them with \`hive ask\``);
+  if (q.withdrawn) {
+    throw new HiveError('E_CONFLICT', `Question ${questionId} was withdrawn by ${q.from} at ${q.withdrawn.at} (${q.withdrawn.reason}); no answer was sent`);
+  }
   if (q.answered && !options.again) {
     throw new HiveError('E_CONFLICT', `Question ${questionId} was already answered (${q.answered.answer_id} at ${q.answered.at}); pass --again to answer again`);
   }

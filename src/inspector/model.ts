@@ -82,7 +82,7 @@ export class InspectorModel {
       ...this.actorsAndHosts(),
       messages: [...this.messages],
       deadLetters: this.deadLetters(),
-      questions: this.hive.questions({ open: true }),
+      questions: this.questions(),
     };
   }
 
@@ -171,6 +171,13 @@ export class InspectorModel {
     return { actors, hosts: this.hive.supervisor.hostStatus() };
   }
 
+  /** Open questions, and the last ones closed (answered or withdrawn), so a card on the page can say what became of it. */
+  private questions(): Question[] {
+    const all = this.hive.questions({ open: false });
+    const closed = all.filter((q) => q.state !== 'open').slice(-20);
+    return all.filter((q) => q.state === 'open' || closed.includes(q));
+  }
+
   private refreshActors(): void {
     if (this.listeners.size === 0) return;
     const data = this.actorsAndHosts();
@@ -182,7 +189,7 @@ export class InspectorModel {
 
   private refreshQuestions(): void {
     if (this.listeners.size === 0) return;
-    const data = this.hive.questions({ open: true });
+    const data = this.questions();
     const key = JSON.stringify(data.map((q) => q.id));
     if (key === this.lastQuestions) return;
     this.lastQuestions = key;

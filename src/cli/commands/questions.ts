@@ -21,7 +21,8 @@ export const askCommand: Command = {
     }
     if (questions.length === 0) io.out('no open questions\n');
     for (const q of questions) {
-      io.out(`ASK ME ${terminalLine(q.id)}  from ${terminalLine(q.from)}${q.answered ? '  (answered)' : ''}\n  ${terminalText(`${q.subject ? `${q.subject}: ` : ''}${q.body}`).replace(/\n/g, '\n  ')}\n`);
+      const state = q.state === 'withdrawn' ? `  (withdrawn: ${terminalLine(q.withdrawn?.reason ?? '')})` : q.state === 'answered' ? '  (answered)' : '';
+      io.out(`ASK ME ${terminalLine(q.id)}  from ${terminalLine(q.from)}${state}\n  ${terminalText(`${q.subject ? `${q.subject}: ` : ''}${q.body}`).replace(/\n/g, '\n  ')}\n`);
     }
     return 0;
   },

@@ -148,11 +148,21 @@ function renderDead(list) {
   $('#dead-empty').hidden = list.length > 0;
 }
 
-function renderQuestions(questions) {
+function renderQuestions(all) {
   const box = $('#asks');
-  $('#asks-section').hidden = questions.length === 0;
-  const ids = new Set(questions.map((q) => q.id));
+  const questions = all.filter((q) => q.state === 'open');
+  // A card whose question closed meanwhile says what became of it instead of vanishing.
+  for (const q of all) {
+    const card = q.state === 'open' ? null : box.querySelector(`.ask[data-question="${CSS.escape(q.id)}"]`);
+    if (!card || card.dataset.state === q.state) continue;
+    card.dataset.state = q.state;
+    $('textarea', card).disabled = true;
+    $('button', card).disabled = true;
+    $('.status', card).textContent = q.state === 'withdrawn' ? `withdrawn by ${q.from}: ${q.withdrawn?.reason ?? ''}` : `answered (${q.answered?.answer_id ?? ''})`;
+  }
+  const ids = new Set(all.map((q) => q.id));
   for (const el of [...box.children]) if (!ids.has(el.dataset.question)) el.remove();
+  $('#asks-section').hidden = box.children.length === 0 && questions.length === 0;
   for (const q of questions) {
     if (box.querySelector(`.ask[data-question="${CSS.escape(q.id)}"]`)) continue;
     const card = document.createElement('div');
