@@ -195,6 +195,9 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
   const routedRefs = new Map<string, string[]>();
   const rejects: { sender: string; item: PendingItem; reason: DeadLetterReason; bounce: boolean }[] = [];
   const routeLog: HiveEvent[] = [];
+  /** Messages routed this pass; each is logged as routed to the recipients that took it fresh (a copy a recipient already had is logged as a duplicate only). */
+  const decided: { message: HiveMessage; sender: string }[] = [];
+  const freshTo = new Map<string, string[]>();
 
   // One sender's broken folder must not stop the others: its step fails alone (a full
   // disk is different: the pass stops and is tried again, see routeOnce).
@@ -247,7 +250,7 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
       const refs = routedRefs.get(sender) ?? [];
       refs.push(item.ref);
       routedRefs.set(sender, refs);
-      routeLog.push({ type: 'message.routed', id: item.message!.id, from: sender, to: item.message!.to, recipients: d.recipients });
+      decided.push({ message: item.message!, sender });
       ctx.onRouted?.(item.message!, d.recipients);
     }
   }
@@ -272,6 +275,7 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
     outcomes.forEach((o, i) => {
       if (o.status === 'delivered') {
         fresh += 1;
+        freshTo.set(messages[i]!.id, [...(freshTo.get(messages[i]!.id) ?? []), recipient]);
         report.delivered.push(deliveryOf(recipient, o.seq, messages[i]!));
         ctx.onDelivered?.(messages[i]!, recipient, o.seq, startedAt);
       } else {
@@ -282,6 +286,10 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
     if (fresh > 0) ctx.onInboxCommitted?.(recipient);
   });
 
+  for (const { message, sender } of decided) {
+    const to = freshTo.get(message.id);
+    if (to) routeLog.push({ type: 'message.routed', id: message.id, from: sender, to: message.to, recipients: to.sort() });
+  }
   if (byRecipient.size > 0) crashPoint('route.after-deliveries');
   for (const u of undeliverable) {
     const code = (u.error as { code?: string }).code ?? 'E_IO';

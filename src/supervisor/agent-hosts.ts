@@ -1,7 +1,5 @@
-import type { AgentHostApi, AgentSettings, ActorContextSummary, BrainLoadFailure, HostedAgentSpec, WorkerEvent } from '../protocol/worker.ts';
-import { brainProblem } from '../brains/preflight.ts';
-import { updateRegistry } from '../registry/registry.ts';
-import { godNotice } from '../agent/compose.ts';
+import type { AgentHostApi, ActorContextSummary, BrainLoadFailure, HostedAgentSpec, WorkerEvent } from '../protocol/worker.ts';
+import { brainPreflight, reportConfigFailure } from './config-failure.ts';
 import { BrainSchema, type BrainSpec } from '../config/schema.ts';
 import type { RegistryEntry } from '../registry/registry.ts';
 import { appendEvent } from '../log/event-log.ts';
@@ -13,35 +11,17 @@ import { TurnClock } from '../agent/turn-clock.ts';
 import type { HostChild } from './host-child.ts';
 import { WorkerHandle, workerHeapLimitMb } from './worker-handle.ts';
 import { TurnWatchdog, watchdogInterval, type WatchedTurn } from './turn-watchdog.ts';
-import { moduleBrainUrl } from './bundle.ts';
 import { hostIdFor, placeAgents } from './placement.ts';
 import { drainWithin } from './drain.ts';
 import { flushBudgetMs, type SupervisorContext } from './context.ts';
 import { superviseWorker } from './supervise.ts';
 import type { LinkableHost, RouterChild } from './router-child.ts';
 import { WakeCoalescer } from './wake.ts';
-import { safeDepth, withPause, type ActorStatus, type HostStatus } from './status.ts';
+import type { ActorStatus, HostStatus } from './status.ts';
+import { agentRow, agentSettingsOf, hostedSpecOf } from './agent-record.ts';
 
-/** What the supervisor knows of one agent of the registry. */
-export interface AgentRecord {
-  entry: RegistryEntry;
-  brain: BrainSpec;
-  hostId: string | null;
-  value: string;
-  handled: number;
-  cursor: number;
-  /** Latest context summary reported by the actor (inspector). */
-  context?: ActorContextSummary;
-  conversation: string | null;
-  /** Shared with its worker: when its running turn started (turn deadline, status). */
-  turnClock: TurnClock;
-  /** The shortage the actor waits out (`disk full`), or null. */
-  paused?: string | null;
-  /** Its worker was just ended for a pool mate's turn deadline (see HostedAgentSpec.forgiveCrash). */
-  forgive?: boolean;
-  /** Why its brain cannot be started (a configuration error), or undefined. */
-  problem?: string;
-}
+export type { AgentRecord } from './agent-record.ts';
+import type { AgentRecord } from './agent-record.ts';
 
 /**
  * The agents of a running hive and the workers that host them: which worker hosts which
@@ -91,7 +71,7 @@ export class AgentHosts {
     const failed: BrainLoadFailure[] = [];
     const runnable: AgentRecord[] = [];
     for (const r of [...this.records.values()].filter((x) => isRunnable(x.entry, x.brain))) {
-      const problem = await this.preflight(r);
+      const problem = await brainPreflight(r.brain);
       if (problem) failed.push(await this.configFailed(r.entry.id, problem));
       else runnable.push(r);
     }
@@ -106,19 +86,6 @@ export class AgentHosts {
     return { running: runnable.filter((r) => !failed.some((x) => x.agent === r.entry.id)).length, failed };
   }
 
-  /** What is wrong with an agent's brain before any worker starts, or null (module brains are compiled here, once). */
-  private async preflight(r: AgentRecord): Promise<string | null> {
-    const problem = brainProblem(r.brain);
-    if (problem) return problem;
-    if (r.brain.kind !== 'module') return null;
-    try {
-      await moduleBrainUrl(r.brain.module);
-      return null;
-    } catch (err) {
-      return `brain module ${r.brain.module} could not be compiled: ${errorMessage(err)}`;
-    }
-  }
-
   /** Failures found while `startAll` runs (the workers' brain loads add theirs). */
   private loadFailures: BrainLoadFailure[] | null = null;
 
@@ -129,7 +96,6 @@ export class AgentHosts {
    */
   private async configFailed(id: string, problem: string): Promise<BrainLoadFailure> {
     const r = this.records.get(id);
-    const error = `Agent "${id}": ${problem}`;
     if (r) {
       r.problem = problem;
       r.entry.status = 'failed';
@@ -138,12 +104,7 @@ export class AgentHosts {
       r.hostId = null;
       if (hostId) this.members.set(hostId, (this.members.get(hostId) ?? []).filter((m) => m !== id));
     }
-    await updateRegistry(this.ctx.root, (reg) => {
-      if (reg.agents[id]) reg.agents[id]!.status = 'failed';
-    }).catch(() => undefined);
-    appendEvent(this.ctx.root, { type: 'actor.config-failed', agent: id, error: problem });
-    this.ctx.notices.post(godNotice('failed', `${id}/config/${Date.now()}`, `${id} cannot start`, `${error}. Its messages wait in its inbox; fix the configuration and start the hive (or spawn the agent) again.`));
-    this.ctx.events.emit('failed', { host: 'config', agents: [id], error, restarts: 0 });
+    const error = await reportConfigFailure(this.ctx, id, problem);
     const failure = { agent: id, error };
     this.loadFailures?.push(failure);
     return failure;
@@ -169,7 +130,7 @@ export class AgentHosts {
     const record = this.newRecord(entry, brain, 'starting', this.records.get(entry.id)?.turnClock);
     this.records.set(entry.id, record);
     if (!isRunnable(entry, brain)) return;
-    const problem = await this.preflight(record);
+    const problem = await brainPreflight(record.brain);
     if (problem) throw new HiveError('E_BAD_CONFIG', (await this.configFailed(entry.id, problem)).error);
     const hostId = hostIdFor({ id: entry.id, host: pool }, this.ctx.config.supervisor.agentsPerWorker, this.members);
     record.hostId = hostId;
@@ -257,29 +218,7 @@ export class AgentHosts {
   statusRows(): ActorStatus[] {
     return [...this.records.values()]
       .sort((a, b) => a.entry.id.localeCompare(b.entry.id))
-      .map((r) => {
-        const host = r.hostId ? this.hosts.get(r.hostId) : undefined;
-        const cursor = host ? r.cursor : committedCursor(this.ctx.root, r.entry.id);
-        // A turn stamped in the shared clock is running, whatever the last report said: a
-        // brain looping on the CPU never lets its thread report 'thinking'.
-        const started = r.hostId && this.workers.has(r.hostId) ? r.turnClock.startedAt() : null;
-        const passive = PASSIVE_KINDS.has(r.brain.kind);
-        return {
-          id: r.entry.id,
-          kind: passive ? 'passive' : 'agent',
-          brain: r.brain.kind,
-          host: r.hostId,
-          state: host ? (started !== null ? 'thinking' : r.value) : passive ? 'waiting' : 'stopped',
-          status: host ? withPause(host.state(), r.paused ?? null) : r.problem ? `failed: ${r.problem}` : r.entry.status,
-          restarts: host?.restarts() ?? 0,
-          inboxDepth: safeDepth(this.ctx.root, r.entry.id, cursor),
-          cursor,
-          handled: r.handled,
-          threadId: host?.handle?.threadId ?? null,
-          conversation: r.conversation,
-          busyMs: started !== null ? Math.max(0, Date.now() - started) : null,
-        } satisfies ActorStatus;
-      });
+      .map((r) => agentRow(this.ctx.root, r, r.hostId ? this.hosts.get(r.hostId) : undefined, !!r.hostId && this.workers.has(r.hostId)));
   }
 
   hostRows(): HostStatus[] {
@@ -296,27 +235,8 @@ export class AgentHosts {
     return { entry, brain, hostId: null, value, handled: 0, cursor: committedCursor(this.ctx.root, entry.id), conversation: null, turnClock };
   }
 
-  private agentSettings(): AgentSettings {
-    const s = this.ctx.config.supervisor;
-    return {
-      turnBatch: s.turnBatch,
-      brainRetries: s.brainRetries,
-      sessionCaps: this.ctx.config.sessions,
-      poisonAfter: s.poisonAfter,
-      doneCap: s.doneCap,
-      inboxPollMs: s.inboxPollMs,
-      gapWaitMs: 2_000,
-    };
-  }
-
-  private async hostedSpec(id: string): Promise<HostedAgentSpec> {
-    const r = this.records.get(id)!;
-    const spec: HostedAgentSpec = { id, name: r.entry.name, role: r.entry.role, brain: r.brain, turnClock: r.turnClock.buffer };
-    if (r.forgive) spec.forgiveCrash = true;
-    r.forgive = false;
-    if (r.brain.kind === 'module') spec.moduleUrl = await moduleBrainUrl(r.brain.module);
-    if (r.brain.kind === 'command' || r.brain.kind === 'openai') spec.turnBatch = 1;
-    return spec;
+  private hostedSpec(id: string): Promise<HostedAgentSpec> {
+    return hostedSpecOf(this.records.get(id)!);
   }
 
   private async startHost(hostId: string): Promise<void> {
@@ -330,7 +250,7 @@ export class AgentHosts {
         const telemetry = this.ctx.observer()?.workerTelemetry(hostId, agentsOf());
         const handle = await WorkerHandle.start<AgentHostApi>(
           'agent-host',
-          { hostId, root: this.ctx.root, agentSettings: this.agentSettings(), ...(telemetry ? { telemetry } : {}), ...this.ctx.testingInit() },
+          { hostId, root: this.ctx.root, agentSettings: agentSettingsOf(this.ctx.config), ...(telemetry ? { telemetry } : {}), ...this.ctx.testingInit() },
           this.onEvent,
           { heapMb: workerHeapLimitMb(this.ctx.config.supervisor.workerHeapMb, agentsOf().length) },
         );

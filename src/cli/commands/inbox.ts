@@ -1,6 +1,7 @@
 import { requireAgent } from '../../layout/ensure.ts';
 import { listInbox, readInboxEntry } from '../../queue/inbox.ts';
 import { committedCursor } from '../../queue/committed-cursor.ts';
+import { listDeadLetters } from '../../queue/dead-letter.ts';
 import { JSON_OPTION, ROOT_OPTION, agentArg, rootOf, type Command } from '../args.ts';
 import { terminalLine } from '../terminal.ts';
 
@@ -15,12 +16,16 @@ export const inboxCommand: Command = {
     const agent = agentArg(this, args.positionals[0]!);
     requireAgent(root, agent);
     const cursor = committedCursor(root, agent);
+    // Passed by the cursor because it was dead-lettered as poison, not handled.
+    const poisoned = new Set(listDeadLetters(root).flatMap((d) => (d.reason?.code === 'E_POISON' && d.reason.agent === agent ? [d.name.replace(`poison-${agent}-`, '')] : [])));
     const rows = listInbox(root, agent).map((r) => {
       const m = readInboxEntry(root, agent, r.name);
+      const state = poisoned.has(r.name) ? 'poisoned' : r.seq <= cursor ? 'done' : 'pending';
       return {
         seq: r.seq,
         id: r.id,
         processed: r.seq <= cursor,
+        state,
         from: m?.from ?? null,
         act: m?.act ?? null,
         subject: m?.subject ?? null,
@@ -33,7 +38,7 @@ export const inboxCommand: Command = {
     }
     io.out(`${agent}: ${rows.length} message(s), cursor at ${cursor}\n`);
     for (const r of rows) {
-      const mark = r.processed ? 'done   ' : 'pending';
+      const mark = r.state.padEnd(8);
       const text = terminalLine((r.subject || r.body || '').slice(0, 60));
       io.out(`${String(r.seq).padStart(6)}  ${mark}  ${terminalLine(r.from ?? '?')} ${terminalLine(r.act ?? '?')}  ${text}\n`);
     }
