@@ -88,4 +88,36 @@ describe('CLI conventions', () => {
     expect(stderr).not.toMatch(/EPIPE|Error/);
     expect(code).toBe(0);
   }, 60_000);
+
+  it('colour only for people: none when piped or with NO_COLOR, on with FORCE_COLOR; hive start says what is starting before it is ready', async () => {
+    const dir = tempDir();
+    const root = path.join(dir, 'hive');
+    expect((await hive(['init', '--root', root], dir)).code).toBe(0);
+    expect((await hive(['spawn', '--root', root, '--id', 'ann', '--brain', 'echo'], dir)).code).toBe(0);
+    const ESC = '\x1b[';
+    expect((await hive(['status', '--root', root], dir, { FORCE_COLOR: '' })).stdout).not.toContain(ESC); // piped
+    expect((await hive(['status', '--root', root], dir, { FORCE_COLOR: '1' })).stdout).toContain(ESC);
+    expect((await hive(['status', '--root', root], dir, { FORCE_COLOR: '', NO_COLOR: '1' })).stdout).not.toContain(ESC);
+
+    const config = path.join(dir, 'hive.config.json');
+    fs.writeFileSync(config, JSON.stringify({ root: './hive2', agents: [0, 1, 2].map((i) => ({ id: `e${i}`, brain: { kind: 'echo' } })), inspector: { enabled: false } }));
+    const start = spawn(process.execPath, [BIN, 'start', '--config', config], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '' } });
+    const order: string[] = [];
+    readline.createInterface({ input: start.stderr }).on('line', (l) => order.push(`err ${l}`));
+    const ready = new Promise<void>((resolve) =>
+      readline.createInterface({ input: start.stdout }).on('line', (l) => {
+        order.push(`out ${l}`);
+        if (l.startsWith('hive ready')) resolve();
+      }),
+    );
+    await ready;
+    start.kill('SIGINT');
+    await new Promise((r) => start.once('close', r));
+    const readyAt = order.findIndex((l) => l.startsWith('out hive ready'));
+    const before = order.slice(0, readyAt);
+    expect(before[0]).toBe(`err hive: starting 3 agent(s) from ${config}`);
+    expect(before.some((l) => /^err hive: 3\/3 agents up \(\d+ ms\)$/.test(l))).toBe(true);
+    expect(before.some((l) => /^err hive: routing \(\d+ ms\)$/.test(l))).toBe(true);
+    expect(order.join('\n')).not.toContain(ESC);
+  }, 60_000);
 });

@@ -78,7 +78,9 @@ describe('visual inspector in headless Chromium', () => {
       await waitFor(hive, () => readInbox(hive.root, 'asker', 0).entries.some((e) => e.message.in_reply_to === q.id), 'the answer in the asker inbox');
       const answer = readInbox(hive.root, 'asker', 0).entries.find((e) => e.message.in_reply_to === q.id)!.message;
       expect(answer).toMatchObject({ from: 'god', to: 'asker', act: 'inform', body: 'Formal, please.', conversation: q.conversation, subject: 'Re: Tone?' });
-      await card.waitFor({ state: 'detached' });
+      // The card stays and says what became of its question; it can no longer be answered.
+      await page.locator(`.ask[data-question="${q.id}"][data-state="answered"]`).waitFor();
+      expect(await card.locator('button').isDisabled()).toBe(true);
       // Answering it again is refused: it was answered.
       const again = await fetch(`${base}/api/answer`, { method: 'POST', headers: { 'x-hive-token': inspector.token, 'content-type': 'application/json' }, body: JSON.stringify({ id: q.id, body: 'twice' }) });
       expect(again.status).toBe(409);

@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { colourWanted } from './colour.ts';
 
 /** Where a command reads and writes; tests pass buffers, the bin passes the process streams. */
 export interface CliIO {
@@ -9,6 +10,8 @@ export interface CliIO {
   cwd: string;
   /** Resolves when the command should stop (Ctrl-C); long-running commands await it. */
   interrupted: Promise<void>;
+  /** Colour what goes to out / err (a TTY, no NO_COLOR: src/cli/colour.ts). */
+  colour?: { out: boolean; err: boolean };
 }
 
 /**
@@ -41,6 +44,7 @@ export function processIO(): CliIO {
     env: process.env,
     cwd: process.cwd(),
     interrupted,
+    colour: { out: colourWanted(process.stdout.isTTY, process.env), err: colourWanted(process.stderr.isTTY, process.env) },
   };
 }
 

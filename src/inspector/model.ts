@@ -190,7 +190,7 @@ export class InspectorModel {
   private refreshQuestions(): void {
     if (this.listeners.size === 0) return;
     const data = this.questions();
-    const key = JSON.stringify(data.map((q) => q.id));
+    const key = JSON.stringify(data.map((q) => [q.id, q.state]));
     if (key === this.lastQuestions) return;
     this.lastQuestions = key;
     this.publish({ type: 'questions', data });

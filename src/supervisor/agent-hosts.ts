@@ -81,7 +81,10 @@ export class AgentHosts {
       for (const id of ids) this.records.get(id)!.hostId = hostId;
     }
     this.loadFailures = failed;
-    await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId)));
+    const [total, t0] = [runnable.length, performance.now()];
+    let done = 0; // progress for `hive start`: one more worker's agents are up
+    const up = (hostId: string) => this.ctx.events.emit('starting', { phase: 'agents', ms: Math.round(performance.now() - t0), done: (done += this.members.get(hostId)?.length ?? 0), total });
+    await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId).then(() => up(hostId))));
     this.loadFailures = null;
     return { running: runnable.filter((r) => !failed.some((x) => x.agent === r.entry.id)).length, failed };
   }

@@ -4,6 +4,12 @@ import type { ReflectResult } from '../memory/reflect.ts';
 
 /** Events a running hive reports to `hive.on(...)`. */
 export interface HiveEventMap {
+  /**
+   * Start-up progress, before `ready`: each phase as it ends (`lock`, `ensure`, `orphans`,
+   * `observer`, `sweep`, `hosts`, `router`, `sockets`) with its time, and `agents` each time
+   * one more agent worker is up (`done` of `total`).
+   */
+  starting: { phase: string; ms: number; done?: number; total?: number };
   ready: { root: string; agents: number };
   delivered: Delivery;
   /**

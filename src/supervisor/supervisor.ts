@@ -96,6 +96,7 @@ export class Supervisor {
       const now = performance.now();
       phases[name] = Math.round(now - mark);
       mark = now;
+      this.events.emit('starting', { phase: name, ms: phases[name]! });
     };
     this.lock = await acquireHiveLock(this.root, {
       onCompromised: (err) => appendEvent(this.root, { type: 'hive.lock-compromised', error: err.message }),

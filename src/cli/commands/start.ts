@@ -5,6 +5,7 @@ import type { Delivery } from '../../protocol/worker.ts';
 import { JSON_OPTION, badArgs, int, str, type Command, type ParsedArgs } from '../args.ts';
 import { PLANTS, type PlantName, type TestSeams } from '../../testing/seams.ts';
 import { startInspector, type Inspector } from '../../inspector/server.ts';
+import { painter } from '../colour.ts';
 import { terminalLine } from '../terminal.ts';
 
 function clock(): string {
@@ -12,11 +13,11 @@ function clock(): string {
 }
 
 /** One line per delivered message: the exchange as it happens. */
-export function formatDelivery(d: Delivery): string {
+export function formatDelivery(d: Delivery, paint: ReturnType<typeof painter> = painter(false)): string {
   const arrow = d.to === d.agent || d.to === 'human' || d.needs_human ? `${d.from} → ${d.agent}` : `${d.from} → ${d.agent} (${d.to})`;
-  const ask = d.needs_human ? '  [ASK ME]' : '';
+  const ask = d.needs_human ? paint('yellow', '  [ASK ME]') : '';
   const text = terminalLine(`${d.subject ? `${d.subject}: ` : ''}${d.body}`.slice(0, 110));
-  return `${clock()}  ${terminalLine(arrow).padEnd(26)} ${d.act.padEnd(8)} ${text}${ask}\n`;
+  return `${paint('dim', clock())}  ${paint('cyan', terminalLine(arrow).padEnd(26))} ${d.act.padEnd(8)} ${text}${ask}\n`;
 }
 
 /** The test seams `hive chaos` starts its hive with (src/testing/seams.ts); none otherwise. */
@@ -46,15 +47,25 @@ export const startCommand: Command = {
     /** --json: one JSON object a line for each event (tools and the chaos engine read them). */
     const emit = (event: string, data: object) => io.out(`${JSON.stringify({ event, at: new Date().toISOString(), ...data })}\n`);
     if (json) {
+      if (!quiet) hive.on('starting', (e) => emit('starting', e));
       if (!quiet) hive.on('delivered', (d) => emit('delivered', d));
       hive.on('crashed', (c) => emit('crashed', c));
       hive.on('restarted', (r) => emit('restarted', r));
       hive.on('failed', (f) => emit('failed', f));
       hive.on('dead-lettered', (d) => emit('dead-lettered', d));
     } else if (!quiet) {
-      hive.on('delivered', (d) => io.out(formatDelivery(d)));
-      hive.on('crashed', (c) => io.err(`${clock()}  crashed: ${c.host} (${terminalLine(c.error)}); restarting in ${c.delayMs} ms\n`));
-      hive.on('failed', (f) => io.err(`${clock()}  FAILED: ${f.host} after ${f.restarts} restarts (${terminalLine(f.error)}); god is sent a notice\n`));
+      // Never seconds of silence: what is starting, and how many agents are up.
+      const paintErr = painter(io.colour?.err ?? false);
+      const total = config.agents.filter((a) => a.brain.kind !== 'human' && a.brain.kind !== 'external').length;
+      io.err(paintErr('dim', `hive: starting ${total} agent(s) from ${file}\n`));
+      hive.on('starting', (e) => {
+        if (e.phase === 'agents') io.err(paintErr('dim', `hive: ${e.done}/${e.total} agents up (${e.ms} ms)\n`));
+        else if (e.phase === 'router') io.err(paintErr('dim', `hive: routing (${e.ms} ms)\n`));
+      });
+      const paint = painter(io.colour?.out ?? false);
+      hive.on('delivered', (d) => io.out(formatDelivery(d, paint)));
+      hive.on('crashed', (c) => io.err(paintErr('yellow', `${clock()}  crashed: ${c.host} (${terminalLine(c.error)}); restarting in ${c.delayMs} ms\n`)));
+      hive.on('failed', (f) => io.err(paintErr('red', `${clock()}  FAILED: ${f.host} after ${f.restarts} restarts (${terminalLine(f.error)}); god is sent a notice\n`)));
       hive.on('dead-lettered', (d) => io.err(`${clock()}  dead-letter: ${terminalLine(d.source)}: ${terminalLine(d.error)}\n`));
     }
     await hive.start();

@@ -7,6 +7,7 @@ import { committedCursor } from '../../queue/committed-cursor.ts';
 import { inboxDepth } from '../../queue/inbox.ts';
 import { readStateFile } from '../../agent/state-store.ts';
 import { JSON_OPTION, ROOT_OPTION, rootOf, type Command } from '../args.ts';
+import { painter, statusColour } from '../colour.ts';
 
 /** What the disk says when no supervisor is running. */
 function offlineStatus(root: string): ActorStatus[] {
@@ -79,7 +80,14 @@ export const statusCommand: Command = {
     const header = ['ACTOR', 'KIND', 'BRAIN', 'STATE', 'STATUS', 'RESTARTS', 'INBOX', 'CURSOR'];
     const rows = actors.map((a) => [a.id, a.kind, a.brain, stateText(a), a.status, String(a.restarts), String(a.inboxDepth), String(a.cursor)]);
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-    for (const r of [header, ...rows]) io.out(`${r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()}\n`);
+    const paint = painter(io.colour?.out ?? false);
+    const cell = (c: string, i: number, row: number) => {
+      const padded = c.padEnd(widths[i]!);
+      if (row === 0) return paint('bold', padded);
+      const colour = i === 4 ? statusColour(c) : null; // padded first: colour codes take no width
+      return colour ? paint(colour, padded) : padded;
+    };
+    for (const [n, r] of [header, ...rows].entries()) io.out(`${r.map((c, i) => cell(c, i, n)).join('  ').trimEnd()}\n`);
     return 0;
   },
 };
