@@ -49,7 +49,9 @@ describe('visual inspector in headless Chromium', () => {
       page.on('pageerror', (e) => errors.push(e.message));
       await page.goto(inspector.url);
       await page.waitForSelector('body[data-ready="true"]');
-      for (const a of hive.status()) await page.waitForSelector(`.actor[data-actor="${a.id}"]`);
+      // Agents are on the page; the runtime's own actors are there too, in the collapsed Runtime section.
+      for (const a of hive.status()) await page.waitForSelector(`.actor[data-actor="${a.id}"]`, { state: ['router', 'miner', 'reflector'].includes(a.kind) ? 'attached' : 'visible' });
+      expect(await page.locator('#runtime').getAttribute('open')).toBeNull();
       expect(await page.locator('.actor').count()).toBe(hive.status().length);
       expect(await page.locator('.host').count()).toBe(hive.supervisor.hostStatus().length);
       // Agents and the router are drawn with their machines; passive agents say so.
@@ -84,6 +86,67 @@ describe('visual inspector in headless Chromium', () => {
       // Answering it again is refused: it was answered.
       const again = await fetch(`${base}/api/answer`, { method: 'POST', headers: { 'x-hive-token': inspector.token, 'content-type': 'application/json' }, body: JSON.stringify({ id: q.id, body: 'twice' }) });
       expect(again.status).toBe(409);
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+      await inspector.close();
+    }
+  }, 90_000);
+
+  it('the operator console: people first, a conversation with every message and its full body, search, god\'s inbox, a dead letter retried from the page; fits 1440×900', async () => {
+    requireChromium();
+    const hive = await startHive(fastConfig({ agents: [0, 1, 2, 3].map((i) => ({ id: `echo-${i}`, brain: { kind: 'echo' as const } })).concat([{ id: 'client', brain: { kind: 'external' as const } }] as never) }));
+    const inspector = await startInspector(hive);
+    const context = await chromium.launchPersistentContext(tempDir('hive-chromium-'), { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1440, height: 900 } });
+    try {
+      const body = 'First line of the request.\nSecond line, which a tooltip would have hidden.';
+      const req = await hive.send({ from: 'client', to: 'echo-1', act: 'request', subject: 'Report', body });
+      await waitFor(hive, () => readInbox(hive.root, 'client', 0).entries.some((e) => e.message.in_reply_to === req.id), 'the reply');
+      const note = await hive.send({ from: 'client', to: 'god', act: 'inform', subject: 'Result', body: 'The report is ready: 42 pages.' });
+      const lost = await hive.send({ from: 'client', to: 'late', act: 'request', body: 'for an agent not spawned yet' });
+      await waitFor(hive, () => hive.deadLetters().some((d) => d.reason?.code === 'E_UNKNOWN_AGENT'), 'the unknown recipient dead-lettered');
+      await hive.spawn({ id: 'late', brain: { kind: 'echo' } });
+
+      const page = await context.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(inspector.url);
+      await page.waitForSelector('body[data-ready="true"]');
+      // People first: god's inbox (with the full body) and the dead letters come before the agents.
+      await page.locator('#god .message', { hasText: 'The report is ready: 42 pages.' }).waitFor();
+      const top = async (sel: string) => (await page.locator(sel).boundingBox())!.y;
+      expect(await top('#god')).toBeLessThan(await top('#actors'));
+      expect(await top('#dead')).toBeLessThan(await top('#actors'));
+
+      // Search by text, then open the conversation: both messages in order, full bodies, who handled them.
+      await page.fill('#search', 'tooltip would have hidden');
+      await page.press('#search', 'Enter');
+      expect(await page.locator('#search-results .message').count()).toBeGreaterThanOrEqual(1);
+      const hit = page.locator(`#search-results .message[data-id="${req.id}"]`); // the echo's reply quotes it too
+      await hit.waitFor();
+      await hit.click();
+      await page.locator('#conversation .message').nth(1).waitFor();
+      const items = page.locator('#conversation .message');
+      expect(await items.count()).toBe(2);
+      expect(await items.nth(0).getAttribute('data-id')).toBe(req.id);
+      expect(await items.nth(0).locator('.body').innerText()).toBe(body);
+      expect(await items.nth(0).locator('.meta').innerText()).toContain('echo-1 #1 ✓');
+      expect(await items.nth(1).locator('.meta').innerText()).toContain(`in reply to ${req.id}`);
+      expect(await page.locator('#conversation-id').innerText()).toBe(req.conversation);
+      await page.screenshot({ path: path.join(OUTPUT, 'inspector-console-1440x900.png') });
+
+      // A dead letter retried from the page reaches the agent spawned since, once.
+      const row = page.locator('#dead tbody tr', { hasText: 'E_UNKNOWN_AGENT' });
+      await row.locator('button[data-action="retry"]').click();
+      await page.locator('#dead-status', { hasText: 'retried as' }).waitFor();
+      await row.waitFor({ state: 'detached' }); // archived: it left the table
+      await waitFor(hive, () => readInbox(hive.root, 'client', 0).entries.some((e) => e.message.from === 'late' && e.message.body.includes(lost.body)), 'answered by the agent spawned since');
+      expect(hive.deadLetters().some((d) => d.reason?.code === 'E_UNKNOWN_AGENT')).toBe(false);
+
+      // A 4-agent hive fits in two screens of 1440×900.
+      const height = (await page.locator('body').boundingBox())!.height;
+      expect(height).toBeLessThanOrEqual(2 * 900);
+      expect(note.id).toBeTruthy();
       expect(errors).toEqual([]);
     } finally {
       await context.close();

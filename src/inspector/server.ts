@@ -3,6 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Hive } from '../hive.ts';
+import { conversationOf, godInbox, searchMessages } from './conversations.ts';
 import { HiveError, errorMessage, isHiveError } from '../errors.ts';
 import { renderMachineSvg } from './diagram.ts';
 import { MACHINES, machineGraph, type MachineName } from './machine-graph.ts';
@@ -115,6 +116,15 @@ export async function startInspector(hive: Hive, options: { port?: number; token
         return send(res, 200, JSON.stringify(model.snapshot()));
       case 'GET /api/events':
         return openStream(res);
+      case 'GET /api/conversation': {
+        const id = url.searchParams.get('id') ?? '';
+        if (!id) return sendError(res, 400, 'E_BAD_ARGS', 'Expected ?id=<conversation id>');
+        return send(res, 200, JSON.stringify({ conversation: id, messages: conversationOf(hive.root, id) }));
+      }
+      case 'GET /api/search':
+        return send(res, 200, JSON.stringify({ query: url.searchParams.get('q') ?? '', messages: searchMessages(hive.root, url.searchParams.get('q') ?? '') }));
+      case 'GET /api/god':
+        return send(res, 200, JSON.stringify({ messages: godInbox(hive.root) }));
       case 'POST /api/answer': {
         if (presented.via !== 'header') return sendError(res, 403, 'E_BAD_ARGS', 'Answers must carry the token in the x-hive-token header');
         let input: { id?: unknown; body?: unknown };

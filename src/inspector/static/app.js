@@ -24,13 +24,29 @@ function badge(text, cls = '') {
   return `<span class="badge ${cls}">${esc(text)}</span>`;
 }
 
+/** A JSON value as a tree of <details>; a string that holds JSON is shown as what it holds. */
+function jsonTree(value, depth = 0) {
+  if (typeof value === 'string' && /^\s*[[{]/.test(value)) {
+    try {
+      return jsonTree(JSON.parse(value), depth);
+    } catch {
+      // a string after all
+    }
+  }
+  if (value === null || typeof value !== 'object') return `<span class="json-${value === null ? 'null' : typeof value}">${esc(JSON.stringify(value))}</span>`;
+  const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+  if (entries.length === 0) return Array.isArray(value) ? '[]' : '{}';
+  const items = entries.map(([k, v]) => `<li><span class="json-key">${esc(k)}</span>: ${jsonTree(v, depth + 1)}</li>`).join('');
+  return `<details class="json" ${depth < 1 ? 'open' : ''}><summary>${Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`}</summary><ul>${items}</ul></details>`;
+}
+
 function actorCard(a) {
   const card = document.createElement('div');
   card.className = 'card actor';
   card.dataset.actor = a.id;
   card.innerHTML = `<h3><span>${esc(a.id)}</span><span class="muted kind"></span><span class="value"></span></h3>
     <div class="badges"></div><div class="diagram"></div>
-    <details><summary class="muted">context</summary><pre class="context"></pre></details>`;
+    <details><summary class="muted">context</summary><div class="context"></div></details>`;
   if (a.machine && machines[a.machine]) $('.diagram', card).innerHTML = machines[a.machine];
   else $('.diagram', card).innerHTML = `<p class="muted">passive (${esc(a.brain)}): messages wait in its inbox</p>`;
   return card;
@@ -46,7 +62,11 @@ function updateActorCard(card, a) {
     a.host ? badge(`worker ${a.host}${a.threadId != null ? ` (thread ${a.threadId})` : ''}`) : '',
   ];
   $('.badges', card).innerHTML = badges.join('');
-  $('.context', card).textContent = JSON.stringify(a.context ?? { cursor: a.cursor, handled: a.handled }, null, 2);
+  const context = JSON.stringify(a.context ?? { cursor: a.cursor, handled: a.handled });
+  if (card.dataset.context !== context) {
+    card.dataset.context = context;
+    $('.context', card).innerHTML = jsonTree(a.context ?? { cursor: a.cursor, handled: a.handled });
+  }
   setValue(card, a.state);
 }
 
@@ -56,20 +76,72 @@ function setValue(card, value) {
   highlight(card, value);
 }
 
+const RUNTIME_KINDS = new Set(['router', 'miner', 'reflector']);
+
+/** Agents (and passive ones) in Agents; the runtime's own actors in the collapsed Runtime section. */
 function renderActors(actors) {
-  const box = $('#actors');
-  const seen = new Set();
-  for (const a of actors) {
-    seen.add(a.id);
-    let card = box.querySelector(`.actor[data-actor="${CSS.escape(a.id)}"]`);
-    if (!card) {
-      card = actorCard(a);
-      box.appendChild(card);
+  for (const [box, list] of [
+    [$('#actors'), actors.filter((a) => !RUNTIME_KINDS.has(a.kind))],
+    [$('#runtime-actors'), actors.filter((a) => RUNTIME_KINDS.has(a.kind))],
+  ]) {
+    const seen = new Set();
+    for (const a of list) {
+      seen.add(a.id);
+      let card = box.querySelector(`.actor[data-actor="${CSS.escape(a.id)}"]`);
+      if (!card) {
+        card = actorCard(a);
+        box.appendChild(card);
+      }
+      updateActorCard(card, a);
     }
-    updateActorCard(card, a);
+    for (const card of [...box.children]) if (!seen.has(card.dataset.actor)) card.remove();
   }
-  for (const card of [...box.children]) if (!seen.has(card.dataset.actor)) card.remove();
 }
+
+/** One message with its full body, who it reached and whether they handled it. */
+function messageItem(m) {
+  const to = m.deliveries.map((d) => `${esc(d.agent)} #${d.seq}${d.handled ? ' ✓' : ' …'}`).join(', ');
+  return `<li class="message" data-id="${esc(m.id)}" data-conversation="${esc(m.conversation)}">
+    <div class="meta"><strong>${esc(m.from)}</strong> → ${to || esc(m.to)} <span class="badge">${esc(m.act)}</span>${m.needs_human ? ' <span class="badge warn">needs human</span>' : ''}
+    <span class="muted">${esc(m.created_at)} · ${esc(m.id)}${m.in_reply_to ? ` · in reply to ${esc(m.in_reply_to)}` : ''}</span></div>
+    ${m.subject ? `<div><strong>${esc(m.subject)}</strong></div>` : ''}<div class="body">${esc(m.body)}</div></li>`;
+}
+
+async function showConversation(id) {
+  const data = await getJson(`/api/conversation?id=${encodeURIComponent(id)}`);
+  $('#conversation-section').hidden = false;
+  $('#conversation-id').textContent = id;
+  $('#search-results').innerHTML = '';
+  $('#conversation').innerHTML = data.messages.map(messageItem).join('') || '<li class="muted">no messages (yet) in this conversation</li>';
+  $('#conversation-section').scrollIntoView({ block: 'start' });
+}
+
+async function search(query) {
+  const data = await getJson(`/api/search?q=${encodeURIComponent(query)}`);
+  $('#conversation-section').hidden = false;
+  $('#conversation-id').textContent = `search: ${query}`;
+  $('#conversation').innerHTML = '';
+  $('#search-results').innerHTML = `<ul>${data.messages.map(messageItem).join('') || '<li class="muted">nothing found</li>'}</ul>`;
+}
+
+async function renderGod() {
+  const data = await getJson('/api/god');
+  $('#god').innerHTML = `<ul>${data.messages.map(messageItem).join('') || '<li class="muted">nothing yet</li>'}</ul>`;
+}
+
+// A message anywhere on the page opens its conversation.
+document.addEventListener('click', (e) => {
+  const item = e.target.closest?.('[data-conversation]');
+  if (item && !e.target.closest('button, textarea, input, a')) void showConversation(item.dataset.conversation);
+});
+$('#search-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const q = $('#search').value.trim();
+  if (q) void search(q);
+});
+$('#conversation-close').addEventListener('click', () => {
+  $('#conversation-section').hidden = true;
+});
 
 function renderHosts(hosts) {
   const box = $('#hosts');
@@ -120,7 +192,7 @@ function renderFlow(messages) {
     const label = `${m.act}${m.subject ? `: ${m.subject}` : ''}`.slice(0, 40);
     if (x1 === x2) parts.push(`<path class="msg${ask ? ' ask' : ''}" d="M${x1},${y - 6} h24 v10 h-22" marker-end="url(#flow-arrow)"/>`);
     else parts.push(`<line class="msg${ask ? ' ask' : ''}" x1="${x1}" y1="${y}" x2="${x2 + (x2 > x1 ? -4 : 4)}" y2="${y}" marker-end="url(#flow-arrow)"/>`);
-    parts.push(`<text x="${(x1 + x2) / 2}" y="${y - 4}" text-anchor="middle"><title>${esc(`${m.at} ${m.from} → ${m.agent}: ${m.body}`)}</title>${esc(label)}</text>`);
+    parts.push(`<text data-conversation="${esc(m.conversation)}" class="clickable" x="${(x1 + x2) / 2}" y="${y - 4}" text-anchor="middle"><title>${esc(`${m.at} ${m.from} → ${m.agent}: ${m.body}`)}</title>${esc(label)}</text>`);
   });
   parts.push('</svg>');
   box.innerHTML = parts.join('');
@@ -142,7 +214,10 @@ function renderDead(list) {
       status.textContent = '…';
       const res = await fetch(`/api/dead-letters/${button.dataset.action}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: row.dataset.name }) });
       const out = await res.json().catch(() => ({}));
-      status.textContent = res.ok ? (out.id ? `retried as ${out.id}` : 'discarded') : `failed: ${out.error?.message ?? res.status}`;
+      const what = res.ok ? (out.id ? `retried as ${out.id}` : 'discarded') : `failed: ${out.error?.message ?? res.status}`;
+      status.textContent = what;
+      // The row leaves the table once done (the list is republished): say it below it too.
+      $('#dead-status').textContent = `${row.dataset.name}: ${what}`;
     });
   }
   $('#dead-empty').hidden = list.length > 0;
@@ -192,6 +267,7 @@ function applySnapshot(s) {
   renderFlow(s.messages);
   renderDead(s.deadLetters);
   renderQuestions(s.questions);
+  void renderGod();
   document.body.dataset.ready = 'true';
 }
 
@@ -219,9 +295,11 @@ function connect() {
   });
   es.addEventListener('message', (e) => {
     if (!state) return;
-    state.messages.push(JSON.parse(e.data));
+    const m = JSON.parse(e.data);
+    state.messages.push(m);
     if (state.messages.length > 200) state.messages.shift();
     renderFlow(state.messages);
+    if (m.agent === 'god') void renderGod();
   });
   es.addEventListener('dead-letters', (e) => renderDead(JSON.parse(e.data)));
   es.addEventListener('questions', (e) => renderQuestions(JSON.parse(e.data)));
