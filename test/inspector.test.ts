@@ -95,7 +95,17 @@ describe('visual inspector in headless Chromium', () => {
 
   it('the operator console: people first, a conversation with every message and its full body, search, god\'s inbox, a dead letter retried from the page; fits 1440×900', async () => {
     requireChromium();
-    const hive = await startHive(fastConfig({ agents: [0, 1, 2, 3].map((i) => ({ id: `echo-${i}`, brain: { kind: 'echo' as const } })).concat([{ id: 'client', brain: { kind: 'external' as const } }] as never) }));
+    const script = path.join(tempDir(), 'llm.sh');
+    fs.writeFileSync(script, '#!/bin/sh\ncat > /dev/null\necho "thinking..." >&2\necho "a considered answer"\n', { mode: 0o755 });
+    const hive = await startHive(
+      fastConfig({
+        agents: [
+          ...[0, 1, 2].map((i) => ({ id: `echo-${i}`, brain: { kind: 'echo' as const } })),
+          { id: 'llm', brain: { kind: 'command' as const, command: script } },
+          { id: 'client', brain: { kind: 'external' as const } },
+        ],
+      }),
+    );
     const inspector = await startInspector(hive);
     const context = await chromium.launchPersistentContext(tempDir('hive-chromium-'), { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1440, height: 900 } });
     try {
@@ -103,6 +113,8 @@ describe('visual inspector in headless Chromium', () => {
       const req = await hive.send({ from: 'client', to: 'echo-1', act: 'request', subject: 'Report', body });
       await waitFor(hive, () => readInbox(hive.root, 'client', 0).entries.some((e) => e.message.in_reply_to === req.id), 'the reply');
       const note = await hive.send({ from: 'client', to: 'god', act: 'inform', subject: 'Result', body: 'The report is ready: 42 pages.' });
+      const asked = await hive.send({ from: 'client', to: 'llm', act: 'request', body: 'What should we ship first?' });
+      await waitFor(hive, () => readInbox(hive.root, 'client', 0).entries.some((e) => e.message.in_reply_to === asked.id), 'the llm agent answers');
       const lost = await hive.send({ from: 'client', to: 'late', act: 'request', body: 'for an agent not spawned yet' });
       await waitFor(hive, () => hive.deadLetters().some((d) => d.reason?.code === 'E_UNKNOWN_AGENT'), 'the unknown recipient dead-lettered');
       await hive.spawn({ id: 'late', brain: { kind: 'echo' } });
@@ -121,9 +133,9 @@ describe('visual inspector in headless Chromium', () => {
       // Search by text, then open the conversation: both messages in order, full bodies, who handled them.
       await page.fill('#search', 'tooltip would have hidden');
       await page.press('#search', 'Enter');
-      expect(await page.locator('#search-results .message').count()).toBeGreaterThanOrEqual(1);
       const hit = page.locator(`#search-results .message[data-id="${req.id}"]`); // the echo's reply quotes it too
       await hit.waitFor();
+      expect(await page.locator('#search-results .message').count()).toBe(2);
       await hit.click();
       await page.locator('#conversation .message').nth(1).waitFor();
       const items = page.locator('#conversation .message');
@@ -135,6 +147,14 @@ describe('visual inspector in headless Chromium', () => {
       expect(await page.locator('#conversation-id').innerText()).toBe(req.conversation);
       await page.screenshot({ path: path.join(OUTPUT, 'inspector-console-1440x900.png') });
 
+      // An LLM agent's turns: the input, the process and its time, stderr, the output.
+      const llm = page.locator('.actor[data-actor="llm"]');
+      await llm.locator('.turns-box summary').click();
+      await llm.locator('.turn-input', { hasText: 'What should we ship first?' }).waitFor();
+      expect(await llm.locator('.turn-output').last().innerText()).toBe('a considered answer');
+      expect(await llm.locator('.turn-stderr').last().innerText()).toBe('thinking...');
+      expect(await llm.locator('.turns').innerText()).toMatch(new RegExp(`${script.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} exited 0 in \\d+ ms`));
+
       // A dead letter retried from the page reaches the agent spawned since, once.
       const row = page.locator('#dead tbody tr', { hasText: 'E_UNKNOWN_AGENT' });
       await row.locator('button[data-action="retry"]').click();
@@ -143,7 +163,9 @@ describe('visual inspector in headless Chromium', () => {
       await waitFor(hive, () => readInbox(hive.root, 'client', 0).entries.some((e) => e.message.from === 'late' && e.message.body.includes(lost.body)), 'answered by the agent spawned since');
       expect(hive.deadLetters().some((d) => d.reason?.code === 'E_UNKNOWN_AGENT')).toBe(false);
 
-      // A 4-agent hive fits in two screens of 1440×900.
+      // The hive's agents fit in two screens of 1440×900 (conversation closed, turns folded).
+      await page.click('#conversation-close');
+      await llm.locator('.turns-box summary').click();
       const height = (await page.locator('body').boundingBox())!.height;
       expect(height).toBeLessThanOrEqual(2 * 900);
       expect(note.id).toBeTruthy();

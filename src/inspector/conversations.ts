@@ -4,6 +4,11 @@ import { isAgentId, GOD_ID } from '../protocol/agent-id.ts';
 import { listInbox, readInboxEntry } from '../queue/inbox.ts';
 import { committedCursor } from '../queue/committed-cursor.ts';
 import type { HiveMessage } from '../protocol/message.ts';
+import { readJsonFile } from '../fs/atomic.ts';
+import { currentSessionFile, isSessionKey, sessionPaths } from '../session/paths.ts';
+import { readJsonl } from '../session/journal.ts';
+import type { TranscriptEvent } from '../session/types.ts';
+import { isAgentId as validAgent } from '../protocol/agent-id.ts';
 
 /**
  * What the inspector reads of the messages a hive holds, from disk only (so it survives
@@ -80,4 +85,33 @@ export function godInbox(root: string, limit = 50): MessageRow[] {
     .filter((m) => m.deliveries.some((d) => d.agent === GOD_ID))
     .reverse()
     .slice(0, limit);
+}
+
+/**
+ * An agent's recent turns as its session transcript records them (read only: nothing is
+ * created for an agent without a session): each input, then what the brain did for it —
+ * the prompt's size, the process or request, stderr, the output, errors, how a restart
+ * restored the conversation. Newest turn last; at most `turns` of them.
+ */
+export function agentTurns(root: string, agentId: string, turns = 10): { session: string | null; turns: TranscriptEvent[][] } {
+  if (!validAgent(agentId)) return { session: null, turns: [] };
+  let key: string | null = null;
+  try {
+    key = readJsonFile<{ key?: string }>(currentSessionFile(root, agentId))?.key ?? null;
+  } catch {
+    key = null;
+  }
+  if (!key || !isSessionKey(key)) return { session: null, turns: [] };
+  let events: TranscriptEvent[];
+  try {
+    events = readJsonl<TranscriptEvent>(sessionPaths(root, agentId, key).transcript);
+  } catch {
+    events = [];
+  }
+  const grouped: TranscriptEvent[][] = [];
+  for (const e of events) {
+    if (e.kind === 'input' || grouped.length === 0) grouped.push([]);
+    grouped.at(-1)!.push(e);
+  }
+  return { session: key, turns: grouped.slice(-turns) };
 }

@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Hive } from '../hive.ts';
-import { conversationOf, godInbox, searchMessages } from './conversations.ts';
+import { agentTurns, conversationOf, godInbox, searchMessages } from './conversations.ts';
 import { HiveError, errorMessage, isHiveError } from '../errors.ts';
 import { renderMachineSvg } from './diagram.ts';
 import { MACHINES, machineGraph, type MachineName } from './machine-graph.ts';
@@ -123,6 +123,8 @@ export async function startInspector(hive: Hive, options: { port?: number; token
       }
       case 'GET /api/search':
         return send(res, 200, JSON.stringify({ query: url.searchParams.get('q') ?? '', messages: searchMessages(hive.root, url.searchParams.get('q') ?? '') }));
+      case 'GET /api/turns':
+        return send(res, 200, JSON.stringify(agentTurns(hive.root, url.searchParams.get('agent') ?? '')));
       case 'GET /api/god':
         return send(res, 200, JSON.stringify({ messages: godInbox(hive.root) }));
       case 'POST /api/answer': {

@@ -40,13 +40,39 @@ function jsonTree(value, depth = 0) {
   return `<details class="json" ${depth < 1 ? 'open' : ''}><summary>${Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`}</summary><ul>${items}</ul></details>`;
 }
 
+/** One turn of an agent's transcript: its input, then what the brain did (prompt size, process, stderr, output, errors). */
+function turnItem(events) {
+  const line = (e) => {
+    switch (e.kind) {
+      case 'input': return `<div class="turn-input">${esc(e.text)}</div>`;
+      case 'prompt': return `<div class="muted">prompt: ${esc(e.chars)} characters</div>`;
+      case 'process': return `<div class="muted">${esc(e.command)} exited ${esc(e.exitCode)} in ${esc(e.ms)} ms</div>`;
+      case 'request': return `<div class="muted">request to ${esc(e.model)} (${esc(e.messages)} messages)</div>`;
+      case 'response': return `<div class="muted">answered in ${esc(e.ms)} ms</div><div class="turn-output">${esc(e.text)}</div>`;
+      case 'stderr': return `<div class="turn-stderr">${esc(e.text)}</div>`;
+      case 'output': return `<div class="turn-output">${esc(e.text)}</div>`;
+      case 'error': return `<div class="turn-error">attempt ${esc(e.attempt)}: ${esc(e.message)}</div>`;
+      case 'restore': return `<div class="muted">restored: ${esc(e.mode)} (${esc(e.history)} turns of history)</div>`;
+      default: return `<div class="muted">${esc(e.kind)}</div>`;
+    }
+  };
+  return `<div class="turn">${events.map(line).join('')}</div>`;
+}
+
 function actorCard(a) {
   const card = document.createElement('div');
   card.className = 'card actor';
   card.dataset.actor = a.id;
   card.innerHTML = `<h3><span>${esc(a.id)}</span><span class="muted kind"></span><span class="value"></span></h3>
     <div class="badges"></div><div class="diagram"></div>
-    <details><summary class="muted">context</summary><div class="context"></div></details>`;
+    <details><summary class="muted">context</summary><div class="context"></div></details>
+    <details class="turns-box"><summary class="muted">turns</summary><div class="turns"></div></details>`;
+  // The transcript is read when asked for (and again each time the box is opened).
+  $('.turns-box', card).addEventListener('toggle', async (e) => {
+    if (!e.target.open) return;
+    const data = await getJson(`/api/turns?agent=${encodeURIComponent(a.id)}`);
+    $('.turns', card).innerHTML = data.turns.length === 0 ? '<p class="muted">no turns recorded</p>' : data.turns.map(turnItem).join('');
+  });
   if (a.machine && machines[a.machine]) $('.diagram', card).innerHTML = machines[a.machine];
   else $('.diagram', card).innerHTML = `<p class="muted">passive (${esc(a.brain)}): messages wait in its inbox</p>`;
   return card;
