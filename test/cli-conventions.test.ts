@@ -120,4 +120,34 @@ describe('CLI conventions', () => {
     expect(before.some((l) => /^err hive: routing \(\d+ ms\)$/.test(l))).toBe(true);
     expect(order.join('\n')).not.toContain(ESC);
   }, 60_000);
+
+  it('every command that prints a result prints JSON with --json (one document, or one per line for the log)', async () => {
+    const dir = tempDir();
+    const root = path.join(dir, 'hive');
+    const run = async (args: string[]) => {
+      const r = await hive([...args, '--root', root, '--json'], dir);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+      return r.stdout;
+    };
+    const one = async (args: string[]) => JSON.parse(await run(args)) as Record<string, unknown>;
+    expect(await one(['init'])).toEqual({ root });
+    expect(await one(['spawn', '--id', 'ann', '--brain', 'echo'])).toMatchObject({ id: 'ann', running: false });
+    expect(await one(['spawn', '--id', 'ext', '--brain', 'external'])).toMatchObject({ id: 'ext', token: expect.any(String) });
+    expect(await one(['token', 'ext'])).toMatchObject({ agent: 'ext', token: expect.any(String) });
+    const sent = await one(['send', '--from', 'ext', '--to', 'ann', '--act', 'request', '--body', 'hi']);
+    expect(sent.id).toEqual(expect.any(String)); // in ext's outbox: no hive runs to deliver it
+    expect(await one(['inbox', 'ann'])).toMatchObject({ agent: 'ann', cursor: 0, messages: [] });
+    expect(await one(['status'])).toMatchObject({ root, running: false });
+    expect(await one(['ask'])).toEqual({ questions: [] });
+    expect(await one(['dead-letter', 'list'])).toEqual({ deadLetters: [] });
+    expect(await one(['sessions'])).toMatchObject({ archived: [], snapshots: [] });
+    expect((await one(['memory', 'add', 'ann', 'A fact worth keeping'])).size).toEqual(expect.any(Number));
+    expect(await one(['memory', 'search', 'fact'])).toMatchObject({ matches: [expect.objectContaining({ agent: 'ann' })] });
+    expect(await one(['memory', 'status'])).toBeTypeOf('object');
+    expect(await one(['stop', 'ann'])).toEqual({ stopped: 'ann' });
+    const diagram = await hive(['diagram', 'router', '--out', path.join(dir, 'router.svg'), '--json'], dir); // no hive needed: no --root
+    expect(JSON.parse(diagram.stdout)).toEqual({ machine: 'router', file: path.join(dir, 'router.svg') });
+    // The log: one JSON object a line (empty here: nothing ran that logs).
+    for (const l of (await run(['log'])).split('\n').filter(Boolean)) expect((JSON.parse(l) as { at: string }).at).toMatch(ISO);
+  }, 60_000);
 });

@@ -53,15 +53,15 @@ export const snapshotCommand = sessionCommand(
 export const reopenCommand: Command = {
   name: 'reopen',
   summary: 'bring an archived conversation back as its agent\'s live one',
-  usage: 'hive reopen KEY --root DIR',
-  options: { ...ROOT_OPTION },
+  usage: 'hive reopen KEY --root DIR [--json]',
+  options: { ...ROOT_OPTION, ...JSON_OPTION },
   positionals: [1, 1],
   async run(args, io) {
     const root = rootOf(args, io);
     const key = args.positionals[0]!;
     const agent = readArchive(root).find((s) => s.key === key)?.agent ?? 'god';
     const result = await viaHive(root, { op: 'session', agent, action: 'reopen', key }, () => runSessionAction(root, agent, 'reopen', { key }));
-    io.out(`reopened ${JSON.stringify(result)}\n`);
+    io.out(args.values.json ? `${JSON.stringify(result, null, 2)}\n` : `reopened ${JSON.stringify(result)}\n`);
     return 0;
   },
 };
@@ -91,8 +91,8 @@ export const sessionsCommand: Command = {
 export const importCommand: Command = {
   name: 'import',
   summary: "arm a snapshot as background for an agent's next turn",
-  usage: 'hive import SNAPSHOT --into AGENT --root DIR',
-  options: { ...ROOT_OPTION, into: { type: 'string' } },
+  usage: 'hive import SNAPSHOT --into AGENT --root DIR [--json]',
+  options: { ...ROOT_OPTION, ...JSON_OPTION, into: { type: 'string' } },
   positionals: [1, 1],
   async run(args, io) {
     const root = rootOf(args, io);
@@ -104,7 +104,7 @@ export const importCommand: Command = {
       requireAgent(root, into);
       return importSnapshot(root, name, into);
     });
-    io.out(`armed snapshot ${name} for ${into}'s next turn\n`);
+    io.out(args.values.json ? `${JSON.stringify({ snapshot: name, into })}\n` : `armed snapshot ${name} for ${into}'s next turn\n`);
     return 0;
   },
 };
@@ -112,8 +112,8 @@ export const importCommand: Command = {
 export const switchCommand: Command = {
   name: 'switch',
   summary: 'after a provider/model switch: keep memory (re-import the history) or take a snapshot',
-  usage: 'hive switch AGENT (--keep | --snapshot NAME) --root DIR',
-  options: { ...ROOT_OPTION, keep: { type: 'boolean' }, snapshot: { type: 'string' } },
+  usage: 'hive switch AGENT (--keep | --snapshot NAME) --root DIR [--json]',
+  options: { ...ROOT_OPTION, ...JSON_OPTION, keep: { type: 'boolean' }, snapshot: { type: 'string' } },
   positionals: [1, 1],
   async run(args, io) {
     const root = rootOf(args, io);
@@ -123,7 +123,7 @@ export const switchCommand: Command = {
     if (keep === (name !== undefined)) throw badArgs(this, 'give exactly one of --keep or --snapshot NAME');
     const action: SessionAction = keep ? 'switch-keep' : 'switch-snapshot';
     const result = await viaHive(root, { op: 'session', agent, action, ...(name ? { name } : {}) }, () => runSessionAction(root, agent, action, { name }));
-    io.out(`${agent}: ${JSON.stringify(result)}\n`);
+    io.out(args.values.json ? `${JSON.stringify(result, null, 2)}\n` : `${agent}: ${JSON.stringify(result)}\n`);
     return 0;
   },
 };

@@ -4,15 +4,16 @@ import { AgentConfigSchema } from '../../config/schema.ts';
 import { ensureAgent, requireHive } from '../../layout/ensure.ts';
 import { isHiveError } from '../../errors.ts';
 import { AGENT_TOKEN_ENV, agentToken } from '../../hooks/agent-token.ts';
-import { ROOT_OPTION, badArgs, rootOf, str, type Command } from '../args.ts';
+import { JSON_OPTION, ROOT_OPTION, badArgs, rootOf, str, type Command } from '../args.ts';
 
 export const spawnCommand: Command = {
   name: 'spawn',
   summary: 'add an agent to a hive (a running one starts it at once)',
   usage:
-    'hive spawn --root DIR --id ID --brain echo|module|command|openai|external [--module FILE] [--command CMD] [--base-url URL --model M] [--name N] [--role R] [--brain-json JSON]',
+    'hive spawn --root DIR --id ID --brain echo|module|command|openai|external [--module FILE] [--command CMD] [--base-url URL --model M] [--name N] [--role R] [--brain-json JSON] [--json]',
   options: {
     ...ROOT_OPTION,
+    ...JSON_OPTION,
     id: { type: 'string' },
     brain: { type: 'string' },
     module: { type: 'string' },
@@ -51,17 +52,22 @@ export const spawnCommand: Command = {
     if (!parsed.success) {
       throw badArgs(this, parsed.error.issues.map((i) => `${i.path.join('.') || 'spec'}: ${i.message}`).join('; '));
     }
+    const asJson = args.values.json === true;
+    let running = false;
     try {
       await controlRequest(root, { op: 'spawn', spec: parsed.data });
-      io.out(`spawned ${parsed.data.id} in the running hive\n`);
+      if (!asJson) io.out(`spawned ${parsed.data.id} in the running hive\n`);
+      running = true;
     } catch (err) {
       if (!isHiveError(err, 'E_NOT_FOUND')) throw err;
       const a = parsed.data;
       await ensureAgent(root, { id: a.id, name: a.name ?? a.id, role: a.role ?? 'agent', brain: a.brain }, 'runtime');
-      io.out(`registered ${a.id}; the hive is not running, it starts with the hive\n`);
+      if (!asJson) io.out(`registered ${a.id}; the hive is not running, it starts with the hive\n`);
     }
     // An agent run outside the hive needs its hooks token (agents Hive starts get theirs).
-    if (parsed.data.brain.kind === 'external') io.out(`export ${AGENT_TOKEN_ENV}=${agentToken(root, parsed.data.id)}\n`);
+    const token = parsed.data.brain.kind === 'external' ? agentToken(root, parsed.data.id) : null;
+    if (asJson) io.out(`${JSON.stringify({ id: parsed.data.id, running, ...(token ? { token } : {}) })}\n`);
+    else if (token) io.out(`export ${AGENT_TOKEN_ENV}=${token}\n`);
     return 0;
   },
 };

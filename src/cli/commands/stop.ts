@@ -1,13 +1,13 @@
 import { controlRequest } from '../../supervisor/control.ts';
 import { updateRegistry } from '../../registry/registry.ts';
 import { HiveError, isHiveError } from '../../errors.ts';
-import { ROOT_OPTION, rootOf, type Command } from '../args.ts';
+import { JSON_OPTION, ROOT_OPTION, rootOf, type Command } from '../args.ts';
 
 export const stopCommand: Command = {
   name: 'stop',
   summary: "stop an agent's actor (it stays stopped until spawned again)",
-  usage: 'hive stop AGENT --root DIR',
-  options: { ...ROOT_OPTION },
+  usage: 'hive stop AGENT --root DIR [--json]',
+  options: { ...ROOT_OPTION, ...JSON_OPTION },
   positionals: [1, 1],
   async run(args, io) {
     const root = rootOf(args, io);
@@ -21,7 +21,7 @@ export const stopCommand: Command = {
         r.agents[id]!.status = 'stopped';
       });
     }
-    io.out(`stopped ${id}\n`);
+    io.out(args.values.json ? `${JSON.stringify({ stopped: id })}\n` : `stopped ${id}\n`);
     return 0;
   },
 };
