@@ -150,4 +150,21 @@ describe('CLI conventions', () => {
     // The log: one JSON object a line (empty here: nothing ran that logs).
     for (const l of (await run(['log'])).split('\n').filter(Boolean)) expect((JSON.parse(l) as { at: string }).at).toMatch(ISO);
   }, 60_000);
+
+  it('every command has --help with its usage; a mistyped command gets a suggestion; --version', async () => {
+    const dir = tempDir();
+    const help = await hive(['--help'], dir);
+    expect(help.code).toBe(0);
+    const names = [...new Set([...help.stdout.matchAll(/^  hive ([a-z-]+)/gm)].map((m) => m[1]!))];
+    expect(names.length).toBeGreaterThan(20);
+    for (const name of names) {
+      const r = await hive([name, '--help'], dir);
+      expect(r.code, `${name} --help: ${r.stderr}`).toBe(0);
+      expect(r.stdout, name).toMatch(new RegExp(`^usage: hive ${name}`));
+    }
+    const typo = await hive(['stauts'], dir);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('did you mean `hive status`?');
+    expect((await hive(['--version'], dir)).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  }, 120_000);
 });

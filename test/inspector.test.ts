@@ -144,6 +144,8 @@ describe('visual inspector in headless Chromium', () => {
       expect(await items.nth(0).locator('.body').innerText()).toBe(body);
       expect(await items.nth(0).locator('.meta').innerText()).toContain('echo-1 #1 ✓');
       expect(await items.nth(1).locator('.meta').innerText()).toContain(`in reply to ${req.id}`);
+      // When it was delivered and the turn that handled it (from the event log).
+      expect(await items.nth(0).locator('.timeline').innerText()).toMatch(/^echo-1: delivered \d\d:\d\d:\d\d\.\d{3} · handled in the turn committed \d\d:\d\d:\d\d\.\d{3} \(thought \d+ ms, sent 1\)$/);
       expect(await page.locator('#conversation-id').innerText()).toBe(req.conversation);
       await page.screenshot({ path: path.join(OUTPUT, 'inspector-console-1440x900.png') });
 

@@ -196,7 +196,10 @@ describe('outbox and atomic writes', () => {
     fs.writeFileSync(path.join(agentPaths(root, 'a').dir, `memory.md.lock.intent-${process.pid}-77`), '');
     fs.writeFileSync(path.join(inbox, `.lock.intent-${process.pid}-77`), ''); // beside .lock
     fs.writeFileSync(path.join(inbox, `.lock.intent-${process.pid}-78`), ''); // another thread: stays
-    expect(sweepThreadIntents(root, process.pid, 77)).toBe(2); // beside a lock folder too: a dead thread's intent only holds it up
+    // The palace's mine lock lives in palace/: a dead thread's marker there goes too.
+    fs.mkdirSync(path.join(root, 'palace'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'palace', `.mine.lock.intent-${process.pid}-77`), '');
+    expect(sweepThreadIntents(root, process.pid, 77)).toBe(3); // beside a lock folder too: a dead thread's intent only holds it up
     expect(fs.existsSync(path.join(agentPaths(root, 'a').dir, `memory.md.lock.intent-${process.pid}-77`))).toBe(false);
     expect(fs.readdirSync(inbox).filter((n) => n.includes('.intent-')).sort()).toEqual([`.lock.intent-${dead}-0`, `.lock.intent-${process.pid}-0`, `.lock.intent-${process.pid}-78`].sort());
   });
@@ -276,5 +279,24 @@ describe('the commit log (state.wal)', () => {
       expect(stateWalEnd(root, 'a')).toBe(end);
     }
     fs.writeFileSync(wal, pristine);
+  });
+});
+
+describe('the start-up sweep', () => {
+  it("takes a dead process's lock intents and temp files from the palace too (a supervisor killed mid-mine left one there)", async () => {
+    const { fastConfig, startHive } = await import('./helpers/hive.ts');
+    const root = tempRoot();
+    await ensureHive(root);
+    const palace = path.join(root, 'palace');
+    fs.mkdirSync(path.join(palace, 'wings'), { recursive: true });
+    const dead = 2 ** 22 + 4_321; // above pid_max: no such process
+    const intent = path.join(palace, `.mine.lock.intent-${dead}-5`);
+    const temp = path.join(palace, 'wings', `.tmp-a.json-${dead}-500000001`);
+    fs.writeFileSync(intent, '');
+    fs.writeFileSync(temp, '{"half');
+    const hive = await startHive(fastConfig({ root, agents: [{ id: 'a', brain: { kind: 'echo' } }] }));
+    expect(fs.existsSync(intent)).toBe(false);
+    expect(fs.existsSync(temp)).toBe(false);
+    await hive.close();
   });
 });

@@ -5,6 +5,7 @@ import { listInbox, readInboxEntry } from '../queue/inbox.ts';
 import { committedCursor } from '../queue/committed-cursor.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { readJsonFile } from '../fs/atomic.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 import { currentSessionFile, isSessionKey, sessionPaths } from '../session/paths.ts';
 import { readJsonl } from '../session/journal.ts';
 import type { TranscriptEvent } from '../session/types.ts';
@@ -26,8 +27,47 @@ export interface MessageRow {
   created_at: string;
   in_reply_to: string | null;
   needs_human: boolean;
-  /** Where it was delivered: the recipient, its inbox seq, and whether that agent handled it. */
-  deliveries: { agent: string; seq: number; handled: boolean }[];
+  /**
+   * Where it was delivered: the recipient, its inbox seq, whether that agent handled it, and
+   * from the event log (as far as its current file reaches) when it was delivered and the
+   * turn that handled it: when it committed, how long the brain thought, what it sent.
+   */
+  deliveries: {
+    agent: string;
+    seq: number;
+    handled: boolean;
+    deliveredAt?: string;
+    turn?: { at: string; cursor: number; thinkMs: number; handled: string[]; sent: string[] };
+  }[];
+}
+
+/** Delivery times and the turns that handled each message, from log.jsonl (rotated files are not read). */
+function timelineOf(root: string): { deliveredAt: Map<string, string>; turns: Map<string, { at: string; cursor: number; thinkMs: number; handled: string[]; sent: string[] }> } {
+  const deliveredAt = new Map<string, string>();
+  const turns = new Map<string, { at: string; cursor: number; thinkMs: number; handled: string[]; sent: string[] }>();
+  let text = '';
+  try {
+    text = readRegularFile(hivePaths(root).log, 'utf8');
+  } catch {
+    return { deliveredAt, turns };
+  }
+  for (const line of text.split('\n')) {
+    if (!line.includes('"message.routed"') && !line.includes('"actor.turn"')) continue;
+    let e: Record<string, unknown>;
+    try {
+      e = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      continue;
+    }
+    const at = String(e.at ?? '');
+    if (e.type === 'message.routed' && Array.isArray(e.recipients)) {
+      for (const r of e.recipients) if (!deliveredAt.has(`${r}\0${e.id}`)) deliveredAt.set(`${r}\0${e.id}`, at);
+    } else if (e.type === 'actor.turn' && Array.isArray(e.handled)) {
+      const turn = { at, cursor: Number(e.cursor), thinkMs: Number(e.think_ms), handled: e.handled.map(String), sent: Array.isArray(e.sent) ? e.sent.map(String) : [] };
+      for (const id of turn.handled) turns.set(`${e.agent}\0${id}`, turn);
+    }
+  }
+  return { deliveredAt, turns };
 }
 
 /** Every delivered message, oldest first (by creation time, then id). */
@@ -64,9 +104,19 @@ export function deliveredMessages(root: string): MessageRow[] {
   return [...rows.values()].sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
 }
 
-/** One conversation, every message in order with its full body. */
+/** One conversation, every message in order with its full body, when each was delivered and the turn that handled it. */
 export function conversationOf(root: string, conversation: string): MessageRow[] {
-  return deliveredMessages(root).filter((m) => m.conversation === conversation);
+  const rows = deliveredMessages(root).filter((m) => m.conversation === conversation);
+  const { deliveredAt, turns } = timelineOf(root);
+  for (const m of rows) {
+    for (const d of m.deliveries) {
+      const at = deliveredAt.get(`${d.agent}\0${m.id}`);
+      if (at) d.deliveredAt = at;
+      const turn = turns.get(`${d.agent}\0${m.id}`);
+      if (turn) d.turn = turn;
+    }
+  }
+  return rows;
 }
 
 /** Messages whose id, conversation, subject or body holds `query` (case-insensitive), newest first. */

@@ -149,15 +149,15 @@ export function sweepDeadIntents(dir: string): string[] {
 
 /**
  * After a worker thread of this process died unexpectedly: removes its intent markers
- * (`.intent-<pid>-<thread>`) in the places locks live (the hive root, each agent folder,
- * each inbox). Its process lives on, so the startup sweep, which looks for dead processes,
+ * (`.intent-<pid>-<thread>`) in the places locks live (the hive root, the palace, each
+ * agent folder, each inbox). Its process lives on, so the startup sweep, which looks for dead processes,
  * would never take them, and beside a lock folder they would count as a live intent
  * (another thread of a live process) and hold up its take-over. Returns the count.
  */
 export function sweepThreadIntents(root: string, pid: number, thread: number): number {
   const agents = path.join(root, 'agents');
   let removed = 0;
-  for (const dir of [root, ...namesIn(agents).flatMap((id) => [path.join(agents, id), path.join(agents, id, 'inbox')])]) {
+  for (const dir of [root, path.join(root, 'palace'), ...namesIn(agents).flatMap((id) => [path.join(agents, id), path.join(agents, id, 'inbox')])]) {
     const names = namesIn(dir);
     for (const n of names) {
       const intent = parseIntentName(n);

@@ -12,8 +12,11 @@ import { writeOutbox } from '../queue/outbox.ts';
 export function sweepOrphans(root: string): void {
   const p = hivePaths(root);
   const swept: string[] = [];
-  for (const dir of [p.root, p.deadLetter]) swept.push(...sweepTempFiles(dir));
+  for (const dir of [p.root, p.deadLetter, p.palace, path.join(p.palace, 'wings')]) swept.push(...sweepTempFiles(dir));
   swept.push(...sweepDeadIntents(p.root)); // hive.lock
+  // The palace's mine lock: a process killed between its intent marker and its lock folder
+  // leaves the marker, and no lock is there for a later taker to clear it with.
+  swept.push(...sweepDeadIntents(p.palace));
   for (const id of listDir(p.agents)) {
     try {
       const a = agentPaths(root, id);

@@ -163,6 +163,19 @@ export class HiveObserver {
         // A brain may have written memory.md during the turn. One stat tells whether it did;
         // a git run for every busy turn would compete with the queues for the disk.
         if (this.memoryChanged(e.agent)) this.note(`memory of ${e.agent}`);
+        // One line a committed turn, written here, off the agent's path: what it handled and
+        // sent, and how long it thought (the inspector's conversation view reads it).
+        if (e.handled.length > 0 || e.sent.length > 0) {
+          appendEvent(this.root, {
+            type: 'actor.turn',
+            agent: e.agent,
+            cursor: e.cursor,
+            handled: e.handled.map((h) => h.id),
+            sent: e.sent.map((s) => s.id),
+            think_ms: Math.round(e.timings.thinkMs),
+            commit_ms: Math.round(e.timings.commitMs),
+          });
+        }
         break;
       default:
         break;

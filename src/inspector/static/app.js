@@ -127,10 +127,15 @@ function renderActors(actors) {
 /** One message with its full body, who it reached and whether they handled it. */
 function messageItem(m) {
   const to = m.deliveries.map((d) => `${esc(d.agent)} #${d.seq}${d.handled ? ' ✓' : ' …'}`).join(', ');
+  // When it was delivered, and the turn that handled it (from the event log).
+  const timeline = m.deliveries
+    .filter((d) => d.deliveredAt || d.turn)
+    .map((d) => `<div class="timeline">${esc(d.agent)}: ${d.deliveredAt ? `delivered ${esc(d.deliveredAt.slice(11, 23))}` : ''}${d.turn ? ` · handled in the turn committed ${esc(d.turn.at.slice(11, 23))} (thought ${esc(d.turn.thinkMs)} ms${d.turn.handled.length > 1 ? `, ${d.turn.handled.length} messages` : ''}${d.turn.sent.length ? `, sent ${d.turn.sent.length}` : ''})` : ''}</div>`)
+    .join('');
   return `<li class="message" data-id="${esc(m.id)}" data-conversation="${esc(m.conversation)}">
     <div class="meta"><strong>${esc(m.from)}</strong> → ${to || esc(m.to)} <span class="badge">${esc(m.act)}</span>${m.needs_human ? ' <span class="badge warn">needs human</span>' : ''}
     <span class="muted">${esc(m.created_at)} · ${esc(m.id)}${m.in_reply_to ? ` · in reply to ${esc(m.in_reply_to)}` : ''}</span></div>
-    ${m.subject ? `<div><strong>${esc(m.subject)}</strong></div>` : ''}<div class="body">${esc(m.body)}</div></li>`;
+    ${m.subject ? `<div><strong>${esc(m.subject)}</strong></div>` : ''}<div class="body">${esc(m.body)}</div>${timeline}</li>`;
 }
 
 async function showConversation(id) {
