@@ -9,6 +9,7 @@ import { questionsFile } from '../src/human/ledger.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
+import { stableId } from '../src/protocol/ids.ts';
 
 const writer = { kind: 'module' as const, module: path.join(process.cwd(), 'scripts', 'demo', 'writer.ts') };
 const inbox = (root: string, id: string) => readInbox(root, id, 0).entries.map((e) => e.message);
@@ -91,5 +92,22 @@ describe('human in the loop', () => {
     fs.writeFileSync(`${agentPaths(hive.root, 'god').dir}/answers.json`, JSON.stringify({ answered: { [q.id]: { answer_id: 'old-answer', at: '2026-01-01T00:00:00.000Z' } } }));
     expect(hive.questions().map((x) => x.id)).not.toContain(q.id);
     expect(hive.questions({ open: false }).find((x) => x.id === q.id)!.answered).toEqual({ answer_id: 'old-answer', at: '2026-01-01T00:00:00.000Z' });
+  });
+
+  it('a crash between writing the answer and recording it leaves the question open; answering again reaches the asker once', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'a', brain: { kind: 'external' } }] }));
+    const q = await hive.send({ from: 'a', to: 'god', act: 'query', body: 'ship it?' });
+    await waitFor(hive, () => hive.questions().length === 1, 'question');
+    // What answerQuestion's first step leaves when the process dies before its second: the
+    // reply (under its derived id) in god's outbox, no ledger line.
+    writeOutbox(hive.root, [createMessage({ id: stableId('answer', q.id, ''), from: 'god', to: 'a', act: 'inform', body: 'yes', in_reply_to: q.id, conversation: q.conversation })]);
+    hive.supervisor.kickRouter(['god']);
+    await waitFor(hive, () => inbox(hive.root, 'a').some((m) => m.in_reply_to === q.id), 'the first copy delivered');
+    expect(hive.questions().map((x) => x.id)).toEqual([q.id]); // still open: not recorded
+    const again = hive.answer(q.id, 'yes');
+    expect(again.id).toBe(stableId('answer', q.id, ''));
+    expect(hive.questions()).toEqual([]);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(inbox(hive.root, 'a').filter((m) => m.in_reply_to === q.id)).toHaveLength(1);
   });
 });

@@ -125,3 +125,22 @@ export function agentArg(command: Command, value: string | undefined, what = 'AG
 
 export const ROOT_OPTION = { root: { type: 'string' } } as const satisfies OptionSpec;
 export const JSON_OPTION = { json: { type: 'boolean' } } as const satisfies OptionSpec;
+
+/**
+ * `hive memory` / `hive dead-letter` without (or with an unknown) subcommand: a usage error
+ * listing the family's subcommands (each is a command of its own, `<name> <sub>`).
+ */
+export function familyCommand(name: string, summary: string, subcommands: () => Command[]): Command {
+  const subs = () => subcommands().map((c) => c.name.slice(name.length + 1));
+  return {
+    name,
+    summary: `${summary}: ${subs().join(' | ')}`,
+    usage: `hive ${name} ${subs().join('|')} ...`,
+    options: {},
+    positionals: [0, 1],
+    async run(args) {
+      const sub = args.positionals[0];
+      throw badArgs(this, `${sub === undefined ? 'missing a subcommand' : `unknown subcommand ${JSON.stringify(sub)}`}; expected one of:\n${subcommands().map((c) => `  ${c.usage}`).join('\n')}`);
+    },
+  };
+}

@@ -9,7 +9,6 @@ import { readRegularFile } from '../fs/regular-file.ts';
 import { currentSessionFile, isSessionKey, sessionPaths } from '../session/paths.ts';
 import { readJsonl } from '../session/journal.ts';
 import type { TranscriptEvent } from '../session/types.ts';
-import { isAgentId as validAgent } from '../protocol/agent-id.ts';
 
 /**
  * What the inspector reads of the messages a hive holds, from disk only (so it survives
@@ -70,10 +69,10 @@ function timelineOf(root: string): { deliveredAt: Map<string, string>; turns: Ma
   return { deliveredAt, turns };
 }
 
-/** Every delivered message, oldest first (by creation time, then id). */
-export function deliveredMessages(root: string): MessageRow[] {
+/** Every message delivered (to `agents` only, when given), oldest first (by creation time, then id). */
+export function deliveredMessages(root: string, agents?: string[]): MessageRow[] {
   const rows = new Map<string, MessageRow>();
-  for (const agent of listDir(hivePaths(root).agents).filter(isAgentId)) {
+  for (const agent of agents ?? listDir(hivePaths(root).agents).filter(isAgentId)) {
     let entries: ReturnType<typeof listInbox>;
     try {
       entries = listInbox(root, agent);
@@ -131,8 +130,7 @@ export function searchMessages(root: string, query: string, limit = 50): Message
 
 /** God's inbox, newest first: the results and notices the people were sent. */
 export function godInbox(root: string, limit = 50): MessageRow[] {
-  return deliveredMessages(root)
-    .filter((m) => m.deliveries.some((d) => d.agent === GOD_ID))
+  return deliveredMessages(root, [GOD_ID])
     .reverse()
     .slice(0, limit);
 }
@@ -144,7 +142,7 @@ export function godInbox(root: string, limit = 50): MessageRow[] {
  * restored the conversation. Newest turn last; at most `turns` of them.
  */
 export function agentTurns(root: string, agentId: string, turns = 10): { session: string | null; turns: TranscriptEvent[][] } {
-  if (!validAgent(agentId)) return { session: null, turns: [] };
+  if (!isAgentId(agentId)) return { session: null, turns: [] };
   let key: string | null = null;
   try {
     key = readJsonFile<{ key?: string }>(currentSessionFile(root, agentId))?.key ?? null;

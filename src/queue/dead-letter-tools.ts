@@ -10,7 +10,7 @@ import { createMessage, parseMessageText, type HiveMessage } from '../protocol/m
 import { stableId } from '../protocol/ids.ts';
 import { isAgentId } from '../protocol/agent-id.ts';
 import { writeOutbox } from './outbox.ts';
-import { listDeadLetters, type DeadLetterEntry } from './dead-letter.ts';
+import { deadLetterReason, listDeadLetters, type DeadLetterEntry } from './dead-letter.ts';
 import { agentPaths } from '../layout/paths.ts';
 
 /**
@@ -45,7 +45,7 @@ function checkedName(root: string, name: string): string {
   if (!name || name.includes('/') || name.includes('\0') || name.startsWith('.') || name.endsWith('.reason.json')) {
     throw new HiveError('E_BAD_ARGS', `Not a dead letter name: ${JSON.stringify(name)} (hive dead-letter list shows them)`);
   }
-  if (!listDeadLetters(root).some((d) => d.name === name)) {
+  if (!fs.existsSync(path.join(hivePaths(root).deadLetter, name))) {
     throw new HiveError('E_NOT_FOUND', `No dead letter ${JSON.stringify(name)} in ${hivePaths(root).deadLetter} (hive dead-letter list shows them)`);
   }
   return name;
@@ -54,7 +54,7 @@ function checkedName(root: string, name: string): string {
 /** One dead letter with its content and, when it holds one, its message. */
 export function showDeadLetter(root: string, name: string): DeadLetterDetail {
   checkedName(root, name);
-  const entry = listDeadLetters(root).find((d) => d.name === name)!;
+  const entry: DeadLetterEntry = { name, reason: deadLetterReason(root, name) };
   let content = '';
   let invalid: string | null = null;
   let message: HiveMessage | null = null;
@@ -113,12 +113,8 @@ function archive(root: string, name: string, resolution: Record<string, unknown>
   const to = archiveDir(root);
   makeDir(to);
   const reasonFile = path.join(dir, `${name}.reason.json`);
-  let reason: Record<string, unknown> = {};
-  try {
-    reason = JSON.parse(readRegularFile(reasonFile, 'utf8')) as Record<string, unknown>;
-  } catch {
-    // no reason file (a crash cut it short): the archive records the resolution alone
-  }
+  // No reason file (a crash cut it short): the archive records the resolution alone.
+  const reason = deadLetterReason(root, name) ?? {};
   writeFileAtomic(path.join(to, `${name}.reason.json`), `${JSON.stringify({ ...reason, ...resolution, resolved_at: new Date().toISOString() }, null, 2)}\n`);
   fs.renameSync(path.join(dir, name), path.join(to, name));
   fs.rmSync(reasonFile, { force: true });

@@ -109,13 +109,14 @@ export function listDeadLetters(root: string): DeadLetterEntry[] {
   return names
     .filter((n) => !n.startsWith('.') && !n.endsWith('.reason.json'))
     .sort()
-    .map((name) => {
-      let reason: DeadLetterEntry['reason'] = null;
-      try {
-        reason = JSON.parse(readRegularFile(path.join(dir, `${name}.reason.json`), 'utf8'));
-      } catch {
-        reason = null;
-      }
-      return { name, reason };
-    });
+    .map((name) => ({ name, reason: deadLetterReason(root, name) }));
+}
+
+/** A dead letter's reason record, or null (a crash cut it short, or it is unreadable). */
+export function deadLetterReason(root: string, name: string): DeadLetterEntry['reason'] {
+  try {
+    return JSON.parse(readRegularFile(path.join(hivePaths(root).deadLetter, `${name}.reason.json`), 'utf8')) as DeadLetterEntry['reason'];
+  } catch {
+    return null;
+  }
 }

@@ -65,14 +65,14 @@ export class AgentHosts {
   /**
    * Places the runnable agents (`hostOf`: the pools the config names) and starts their
    * workers. An agent whose brain cannot be started is not (see `configFailed`); the
-   * returned `failed` names each, with the reason.
+   * returned `failed` names each, with the reason (found before its worker, or by it).
    */
   async startAll(hostOf: Map<string, string | undefined>): Promise<{ running: number; failed: BrainLoadFailure[] }> {
-    const failed: BrainLoadFailure[] = [];
+    const tried = [...this.records.values()].filter((x) => isRunnable(x.entry, x.brain));
     const runnable: AgentRecord[] = [];
-    for (const r of [...this.records.values()].filter((x) => isRunnable(x.entry, x.brain))) {
+    for (const r of tried) {
       const problem = await brainPreflight(r.brain);
-      if (problem) failed.push(await this.configFailed(r.entry.id, problem));
+      if (problem) await this.configFailed(r.entry.id, problem);
       else runnable.push(r);
     }
     const placement = placeAgents(runnable.map((r) => ({ id: r.entry.id, host: hostOf.get(r.entry.id) })), this.ctx.config.supervisor.agentsPerWorker);
@@ -80,24 +80,20 @@ export class AgentHosts {
       this.members.set(hostId, ids);
       for (const id of ids) this.records.get(id)!.hostId = hostId;
     }
-    this.loadFailures = failed;
     const [total, t0] = [runnable.length, performance.now()];
     let done = 0; // progress for `hive start`: one more worker's agents are up
     const up = (hostId: string) => this.ctx.events.emit('starting', { phase: 'agents', ms: Math.round(performance.now() - t0), done: (done += this.members.get(hostId)?.length ?? 0), total });
     await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId).then(() => up(hostId))));
-    this.loadFailures = null;
-    return { running: runnable.filter((r) => !failed.some((x) => x.agent === r.entry.id)).length, failed };
+    const failed = tried.filter((r) => r.problem).map((r) => ({ agent: r.entry.id, error: failureOf(r) }));
+    return { running: tried.length - failed.length, failed };
   }
-
-  /** Failures found while `startAll` runs (the workers' brain loads add theirs). */
-  private loadFailures: BrainLoadFailure[] | null = null;
 
   /**
    * A configuration error: the agent is not started, marked failed (registry, status, log)
    * with the reason, and god is told. Its inbox is left alone: no message is counted
    * against a brain that never ran. A new start (or spawn) tries again.
    */
-  private async configFailed(id: string, problem: string): Promise<BrainLoadFailure> {
+  private async configFailed(id: string, problem: string): Promise<void> {
     const r = this.records.get(id);
     if (r) {
       r.problem = problem;
@@ -107,10 +103,7 @@ export class AgentHosts {
       r.hostId = null;
       if (hostId) this.members.set(hostId, (this.members.get(hostId) ?? []).filter((m) => m !== id));
     }
-    const error = await reportConfigFailure(this.ctx, id, problem);
-    const failure = { agent: id, error };
-    this.loadFailures?.push(failure);
-    return failure;
+    await reportConfigFailure(this.ctx, id, problem);
   }
 
   startWatchdog(): void {
@@ -134,24 +127,21 @@ export class AgentHosts {
     this.records.set(entry.id, record);
     if (!isRunnable(entry, brain)) return;
     const problem = await brainPreflight(record.brain);
-    if (problem) throw new HiveError('E_BAD_CONFIG', (await this.configFailed(entry.id, problem)).error);
+    if (problem) {
+      await this.configFailed(entry.id, problem);
+      throw new HiveError('E_BAD_CONFIG', failureOf(record));
+    }
     const hostId = hostIdFor({ id: entry.id, host: pool }, this.ctx.config.supervisor.agentsPerWorker, this.members);
     record.hostId = hostId;
     this.members.set(hostId, [...(this.members.get(hostId) ?? []), entry.id]);
     const host = this.hosts.get(hostId);
-    const failures: BrainLoadFailure[] = [];
-    this.loadFailures = failures;
-    try {
-      if (host?.handle) {
-        const hosted = await this.hostedSpec(entry.id);
-        const res = await host.handle.call(async (api) => api.startActors([hosted]));
-        for (const f of res.failed) await this.configFailed(f.agent, f.error);
-        await this.router.updateHost(hostId, this.members.get(hostId) ?? []);
-      } else await this.startHost(hostId);
-    } finally {
-      this.loadFailures = null;
-    }
-    if (failures.length > 0) throw new HiveError('E_BAD_CONFIG', failures.map((x) => x.error).join('; '));
+    if (host?.handle) {
+      const hosted = await this.hostedSpec(entry.id);
+      const res = await host.handle.call(async (api) => api.startActors([hosted]));
+      for (const f of res.failed) await this.configFailed(f.agent, f.error);
+      await this.router.updateHost(hostId, this.members.get(hostId) ?? []);
+    } else await this.startHost(hostId);
+    if (record.problem) throw new HiveError('E_BAD_CONFIG', failureOf(record)); // its worker could not load its brain
     this.ctx.events.emit('spawned', { agent: entry.id, host: hostId });
   }
 
@@ -316,6 +306,11 @@ export class AgentHosts {
   private turnLimitOf(r: AgentRecord): number {
     return r.entry.turnTimeoutMs ?? this.ctx.config.supervisor.turnTimeoutMs;
   }
+}
+
+/** How start() and spawn() report an agent whose brain cannot be started. */
+function failureOf(r: AgentRecord): string {
+  return `Agent "${r.entry.id}": ${r.problem}`;
 }
 
 /** An agent the supervisor runs: active (or failed: a new start tries again), not passive, not reserved. */

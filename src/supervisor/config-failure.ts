@@ -26,10 +26,9 @@ export async function brainPreflight(brain: BrainSpec): Promise<string | null> {
 /**
  * A configuration error, reported as one: the agent is marked failed in the registry, the
  * log says why (`actor.config-failed`), god gets a notice, `hive.on('failed')` fires. Its
- * inbox is left alone: no message is counted against a brain that never ran. Returns the
- * error as start() and spawn() report it.
+ * inbox is left alone: no message is counted against a brain that never ran.
  */
-export async function reportConfigFailure(ctx: SupervisorContext, id: string, problem: string): Promise<string> {
+export async function reportConfigFailure(ctx: SupervisorContext, id: string, problem: string): Promise<void> {
   const error = `Agent "${id}": ${problem}`;
   await updateRegistry(ctx.root, (reg) => {
     if (reg.agents[id]) reg.agents[id]!.status = 'failed';
@@ -37,5 +36,4 @@ export async function reportConfigFailure(ctx: SupervisorContext, id: string, pr
   appendEvent(ctx.root, { type: 'actor.config-failed', agent: id, error: problem });
   ctx.notices.post(godNotice('failed', `${id}/config/${Date.now()}`, `${id} cannot start`, `${error}. Its messages wait in its inbox; fix the configuration and start the hive (or spawn the agent) again.`));
   ctx.events.emit('failed', { host: 'config', agents: [id], error, restarts: 0 });
-  return error;
 }

@@ -13,7 +13,7 @@ import { isAnswer, isQuestion } from '../human/questions.ts';
 import { GOD_ID } from '../protocol/agent-id.ts';
 import { writeConfigSnapshot } from '../audit/config-snapshot.ts';
 import { startLogRotation } from '../log/rotate.ts';
-import { appendEvent } from '../log/event-log.ts';
+import { appendEvent, appendEvents, type HiveEvent } from '../log/event-log.ts';
 import { HiveError, errorMessage } from '../errors.ts';
 import { compiledEntry } from '../supervisor/bundle.ts';
 import { createHiveMetrics, type HiveMetrics } from './metrics.ts';
@@ -135,6 +135,21 @@ export class HiveObserver {
     this.audit?.note(reason);
   }
 
+  private turnLines: HiveEvent[] = [];
+
+  private logTurn(line: HiveEvent): void {
+    if (this.turnLines.push(line) > 1) return;
+    setImmediate(() => {
+      const lines = this.turnLines;
+      this.turnLines = [];
+      try {
+        appendEvents(this.root, lines);
+      } catch {
+        // best effort, like every log line
+      }
+    });
+  }
+
   restarted(host: string): void {
     this.metrics?.restarted(host);
   }
@@ -164,9 +179,10 @@ export class HiveObserver {
         // a git run for every busy turn would compete with the queues for the disk.
         if (this.memoryChanged(e.agent)) this.note(`memory of ${e.agent}`);
         // One line a committed turn, written here, off the agent's path: what it handled and
-        // sent, and how long it thought (the inspector's conversation view reads it).
+        // sent, and how long it thought (the inspector's conversation view reads it). The
+        // turns of one tick go out in one append (a busy hive commits hundreds a second).
         if (e.handled.length > 0 || e.sent.length > 0) {
-          appendEvent(this.root, {
+          this.logTurn({
             type: 'actor.turn',
             agent: e.agent,
             cursor: e.cursor,

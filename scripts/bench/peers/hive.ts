@@ -6,8 +6,7 @@ import { createMessage } from '../../../src/protocol/message.ts';
 import { writeOutboxAsync } from '../../../src/queue/outbox.ts';
 import { listInbox, readInboxEntry } from '../../../src/queue/inbox.ts';
 import { readStateFile } from '../../../src/agent/state-store.ts';
-import type { Peer, PeerCheck } from './peer.ts';
-import { checkCounts } from './sqlite.ts';
+import { checkCounts, type Peer, type PeerCheck } from './peer.ts';
 
 export async function startHivePeer(root: string, agents: string[]): Promise<Peer> {
   const hive = createHive({

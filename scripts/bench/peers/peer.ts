@@ -1,3 +1,5 @@
+import { Worker } from 'node:worker_threads';
+
 /**
  * One system under `npm run bench:peers`: the same workload (8 echo agents, one client,
  * every message durable before it is acknowledged, each request answered exactly once).
@@ -22,4 +24,25 @@ export interface PeerCheck {
   doubled: number;
   /** Requests the agents counted as handled. */
   handled: number;
+}
+
+/** One worker thread per agent running `entry` with `data(agent)`, each resolved once it says it is ready. */
+export function startAgentWorkers(entry: URL, agents: string[], data: (agent: string) => Record<string, unknown>): Promise<Worker[]> {
+  return Promise.all(
+    agents.map(
+      (agent) =>
+        new Promise<Worker>((resolve, reject) => {
+          const w = new Worker(entry, { workerData: data(agent) });
+          w.once('message', () => resolve(w));
+          w.once('error', reject);
+        }),
+    ),
+  );
+}
+
+/** Every request answered exactly once, and the agents' counters match. */
+export function checkCounts(requestIds: string[], replies: Map<string, number>, handled: number): PeerCheck {
+  const missing = requestIds.filter((id) => !replies.has(id)).length;
+  const doubled = requestIds.filter((id) => (replies.get(id) ?? 0) > 1).length;
+  return { exactlyOnce: missing === 0 && doubled === 0 && handled === requestIds.length, missing, doubled, handled, requests: requestIds.length };
 }

@@ -5,10 +5,8 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { Worker } from 'node:worker_threads';
 import { Redis } from 'ioredis';
-import type { Peer, PeerCheck } from './peer.ts';
-import { checkCounts } from './sqlite.ts';
+import { startAgentWorkers, type Peer, type PeerCheck, checkCounts } from './peer.ts';
 
 const AGENT = new URL('./redis-agent.mjs', import.meta.url);
 
@@ -51,16 +49,7 @@ export async function startRedisPeer(dir: string, agents: string[], batch = 256)
   const redis = new Redis({ port, host: '127.0.0.1' });
   const reader = new Redis({ port, host: '127.0.0.1' }); // blocking reads need their own connection
   for (const a of agents) await redis.xgroup('CREATE', `in:${a}`, 'g', '$', 'MKSTREAM');
-  const workers = await Promise.all(
-    agents.map(
-      (agent) =>
-        new Promise<Worker>((resolve, reject) => {
-          const w = new Worker(AGENT, { workerData: { port, agent, batch } });
-          w.once('message', () => resolve(w));
-          w.once('error', reject);
-        }),
-    ),
-  );
+  const workers = await startAgentWorkers(AGENT, agents, (agent) => ({ port, agent, batch }));
   const listeners = new Set<(ids: string[]) => void>();
   let closing = false;
   let last = '0'; // from the stream's start: '$' between two reads would miss what arrived in between

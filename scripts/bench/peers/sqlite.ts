@@ -3,9 +3,8 @@
 // are rows of one table, each agent's cursor a row of another; see sqlite-agent.mjs.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import type { Peer, PeerCheck } from './peer.ts';
+import { checkCounts, startAgentWorkers, type Peer, type PeerCheck } from './peer.ts';
 
 const AGENT = new URL('./sqlite-agent.mjs', import.meta.url);
 
@@ -34,16 +33,7 @@ export async function startSqlitePeer(dir: string, agents: string[], batch = 256
   replies.onmessage = (e) => {
     for (const l of listeners) l((e as unknown as { data: { handled: string[] } }).data.handled);
   };
-  const workers = await Promise.all(
-    agents.map(
-      (agent) =>
-        new Promise<Worker>((resolve, reject) => {
-          const w = new Worker(AGENT, { workerData: { file, agent, batch } });
-          w.once('message', () => resolve(w));
-          w.once('error', reject);
-        }),
-    ),
-  );
+  const workers = await startAgentWorkers(AGENT, agents, (agent) => ({ file, agent, batch }));
   const send = (requests: { id: string; to: string; body: string }[]) => {
     enqueue(requests); // one durable transaction
     for (const to of new Set(requests.map((r) => r.to))) wakes.get(to)!.postMessage(1);
@@ -71,11 +61,4 @@ export async function startSqlitePeer(dir: string, agents: string[], batch = 256
       db.close();
     },
   };
-}
-
-/** Every request answered exactly once, and the agents' counters match (shared by the peers). */
-export function checkCounts(requestIds: string[], replies: Map<string, number>, handled: number): PeerCheck {
-  const missing = requestIds.filter((id) => !replies.has(id)).length;
-  const doubled = requestIds.filter((id) => (replies.get(id) ?? 0) > 1).length;
-  return { exactlyOnce: missing === 0 && doubled === 0 && handled === requestIds.length, missing, doubled, handled, requests: requestIds.length };
 }

@@ -2,7 +2,7 @@ import { listDeadLetters } from '../../queue/dead-letter.ts';
 import { deadLetterNames, discardDeadLetters, retryDeadLetters, showDeadLetter } from '../../queue/dead-letter-tools.ts';
 import { controlRequest } from '../../supervisor/control.ts';
 import { requireHive } from '../../layout/ensure.ts';
-import { JSON_OPTION, ROOT_OPTION, badArgs, rootOf, str, type Command } from '../args.ts';
+import { JSON_OPTION, ROOT_OPTION, badArgs, familyCommand, rootOf, str, type Command } from '../args.ts';
 import { terminalLine, terminalText } from '../terminal.ts';
 
 /** Tells a running hive's router to look at these senders' outboxes (none running: its watcher or next start does). */
@@ -84,15 +84,4 @@ const discardCommand: Command = {
 
 export const DEAD_LETTER_SUBCOMMANDS: Command[] = [listCommand, showCommand, retryCommand, discardCommand];
 
-/** `hive dead-letter` without (or with an unknown) subcommand: a usage error listing them. */
-export const deadLetterCommand: Command = {
-  name: 'dead-letter',
-  summary: 'dead letters: list | show | retry | discard',
-  usage: 'hive dead-letter list|show|retry|discard ...',
-  options: {},
-  positionals: [0, 1],
-  async run(args) {
-    const sub = args.positionals[0];
-    throw badArgs(this, `${sub === undefined ? 'missing a subcommand' : `unknown subcommand ${JSON.stringify(sub)}`}; expected one of:\n${DEAD_LETTER_SUBCOMMANDS.map((c) => `  ${c.usage}`).join('\n')}`);
-  },
-};
+export const deadLetterCommand = familyCommand('dead-letter', 'dead letters', () => DEAD_LETTER_SUBCOMMANDS);
