@@ -1,4 +1,4 @@
-import type { AgentHostApi, ActorContextSummary, BrainLoadFailure, HostedAgentSpec, WorkerEvent } from '../protocol/worker.ts';
+import type { ActorInfo, AgentHostApi, ActorContextSummary, BrainLoadFailure, HostedAgentSpec, WorkerEvent } from '../protocol/worker.ts';
 import { brainPreflight, reportConfigFailure } from './config-failure.ts';
 import { BrainSchema, type BrainSpec } from '../config/schema.ts';
 import type { RegistryEntry } from '../registry/registry.ts';
@@ -138,6 +138,7 @@ export class AgentHosts {
     if (host?.handle) {
       const hosted = await this.hostedSpec(entry.id);
       const res = await host.handle.call(async (api) => api.startActors([hosted]));
+      for (const info of res.started) this.started(info.id, info);
       for (const f of res.failed) await this.configFailed(f.agent, f.error);
       await this.router.updateHost(hostId, this.members.get(hostId) ?? []);
     } else await this.startHost(hostId);
@@ -181,10 +182,18 @@ export class AgentHosts {
       await handle
         .call((api) => api.startActors([spec]))
         .then(async (res) => {
+          for (const info of res.started) this.started(info.id, info);
           for (const f of res.failed) await this.configFailed(f.agent, f.error);
         })
         .catch((err) => appendEvent(this.ctx.root, { type: 'actor.resume-failed', agent: id, error: errorMessage(err) }));
     }
+  }
+
+  /** An actor started (its event or startActors' answer, on different ports: whichever comes first). */
+  started(id: string, info: ActorInfo): void {
+    const r = this.records.get(id);
+    // A new thread: nothing waits yet.
+    if (r) Object.assign(r, { paused: null, value: info.value, cursor: info.cursor, handled: info.handled, conversation: info.conversation });
   }
 
   /** Delivered to this agent: wake it (coalesced per host and tick). */
@@ -259,6 +268,7 @@ export class AgentHosts {
           await handle.terminate();
           throw err;
         }
+        for (const info of res.started) this.started(info.id, info);
         for (const f of res.failed) await this.configFailed(f.agent, f.error);
         if (res.failed.length > 0) await this.router.updateHost(hostId, agentsOf());
         return handle;

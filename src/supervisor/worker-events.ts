@@ -44,17 +44,9 @@ export function relayWorkerEvent(e: WorkerEvent, to: { agents: AgentHosts; route
       events.emit('state', { actor: e.agent, value: e.value });
       break;
     }
-    case 'actor.started': {
-      const r = agents.get(e.agent);
-      if (r) {
-        r.paused = null; // a new thread: nothing waits yet
-        r.value = e.info.value;
-        r.cursor = e.info.cursor;
-        r.handled = e.info.handled;
-        r.conversation = e.info.conversation;
-      }
+    case 'actor.started':
+      agents.started(e.agent, e.info);
       break;
-    }
     case 'actor.processed':
       events.emit('processed', { agent: e.agent, cursor: e.cursor, handled: e.handled, sent: e.sent, timings: e.timings });
       break;
