@@ -39,7 +39,7 @@ async function loadBrain(spec: HostedAgentSpec): Promise<Awaited<ReturnType<type
   try {
     return await createBrainFor(spec);
   } catch (err) {
-    const what = spec.brain.kind === 'module' ? `brain module ${spec.brain.module}` : `${spec.brain.kind} brain`;
+    const what = spec.brain.kind === 'module' ? `brain module ${spec.brain.module}` : spec.brain.kind === 'machine' ? `machine module ${spec.brain.module}` : `${spec.brain.kind} brain`;
     return { agent: spec.id, error: `${what} could not be loaded: ${errorMessage(err)}` };
   }
 }
@@ -88,8 +88,20 @@ const api: AgentHostApi = {
     const failed: BrainLoadFailure[] = [];
     for (const spec of specs) {
       const brain = await loadBrain(spec);
-      if ('error' in brain && 'agent' in brain) failed.push(brain);
-      else started.push(await startOne(spec, brain));
+      if ('error' in brain && 'agent' in brain) {
+        failed.push(brain);
+        continue;
+      }
+      try {
+        started.push(await startOne(spec, brain));
+      } catch (err) {
+        // Its committed state does not fit its brain any more (a machine changed under it):
+        // a configuration matter, reported as one; nothing of the state is touched.
+        if ((err as { code?: string }).code !== 'E_BAD_SNAPSHOT') throw err;
+        actors.delete(spec.id);
+        await brain.close?.();
+        failed.push({ agent: spec.id, error: errorMessage(err) });
+      }
     }
     return { started, failed };
   },

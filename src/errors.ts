@@ -24,6 +24,8 @@ export const ERROR_CODES = {
   E_HOP_CAP: 'A message passed the hop cap (a reply loop)',
   E_POISON: 'A message crashed its brain too many times in a row',
   E_NOT_REGULAR: 'A queue entry is not a regular file (a symlink, FIFO, socket, device or folder)',
+  E_MACHINE: "A machine agent's XState machine threw (in an action, a guard or an invocation)",
+  E_BAD_SNAPSHOT: "A machine agent's committed snapshot no longer fits its machine (the definition changed)",
   E_UNAVAILABLE: "A brain's provider cannot be started or reached (the configuration or the environment, not the message)",
 } as const;
 

@@ -113,6 +113,8 @@ export class AgentActor {
     sweepProviders(this.o.root, this.id);
     const restored = await this.runStep(() => restoreAgentState(this.o.root, this.id, this.o.settings.doneCap));
     this.restoredFrom = restored.from;
+    // The brain checks the committed state fits it (a machine agent restores its machine).
+    await this.o.brain.restore?.(restored.context.brainState, this.clock.now());
     // What the restore had to finish of the last commit (the crash-window tests read it).
     appendEvent(this.o.root, { type: 'actor.restored', agent: this.id, from: restored.from, commit: restored.commit, cursor: restored.context.cursor, reemitted: restored.reemitted, moved: restored.moved });
     if (this.o.brain.conversational) {
@@ -141,7 +143,7 @@ export class AgentActor {
       context: { ...restored.context, work: null, result: null, wakePending: true, stopRequested: false } satisfies AgentContext,
     });
     this.actor = createActor(machine, { snapshot, input: { agentId: this.id } });
-    this.contextReport = new ContextReporter(this.id, this.o.emit, this.clock);
+    this.contextReport = new ContextReporter(this.id, this.o.emit, this.clock, this.o.brain.describe?.bind(this.o.brain));
     this.actor.subscribe({
       next: (s) => this.onSnapshot(String(s.value), s.context),
       error: (err) => {

@@ -1,6 +1,7 @@
 import type { ActorContextSummary, WorkerEvent } from '../protocol/worker.ts';
 import type { AgentContext } from '../../machines/agent.ts';
 import type { Clock } from './clock.ts';
+import type { JsonValue, MachineView } from '../brains/types.ts';
 
 const BRAIN_STATE_CAP = 2_000;
 
@@ -19,6 +20,8 @@ export class ContextReporter {
     private readonly agent: string,
     private readonly emit: (e: WorkerEvent) => void,
     private readonly clock: Clock,
+    /** The brain's own view of its state (a machine agent's machine), if it has one. */
+    private readonly describe?: (state: JsonValue) => MachineView | null,
     private readonly everyMs = 250,
   ) {}
 
@@ -56,6 +59,16 @@ export class ContextReporter {
       timers: c.timers.slice(0, 20).map((t) => ({ name: t.name, at: t.at })),
       brainState,
     };
+    const machine = this.describe?.(c.brainState);
+    if (machine) context.machine = capped(machine);
     this.emit({ type: 'actor.context', agent: this.agent, context });
   }
+}
+
+const MACHINE_CONTEXT_CAP = 4_000;
+
+/** A machine view small enough to send often: a big context goes as its first characters. */
+function capped(view: MachineView): MachineView {
+  const text = JSON.stringify(view.context) ?? 'null';
+  return text.length <= MACHINE_CONTEXT_CAP ? view : { ...view, context: `${text.slice(0, MACHINE_CONTEXT_CAP - 1)}…` };
 }

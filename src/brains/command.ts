@@ -114,6 +114,20 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
     }
   }
 
+  /** One prompt, its answer text (the `result`/`reply`/`text` of a JSON answer, else stdout). */
+  async function completeText(prompt: string): Promise<string> {
+    const r = await run(prompt, { agent_id: env.agentId, agent_name: env.agentName, message_id: '' });
+    const answer = r.stdout.trim();
+    try {
+      const o = JSON.parse(answer) as Record<string, unknown>;
+      const t = [o.result, o.reply, o.text].find((v) => typeof v === 'string');
+      if (typeof t === 'string') return t;
+    } catch {
+      // plain text
+    }
+    return answer;
+  }
+
   return {
     kind: 'command',
     conversational: true,
@@ -130,22 +144,8 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
       ];
       return out;
     },
-    async summarize(text: string): Promise<string> {
-      const r = await run(`Summarize the following conversation in a short, self-contained recap of what was decided and learned:\n\n${text}`, {
-        agent_id: env.agentId,
-        agent_name: env.agentName,
-        message_id: '',
-      });
-      const answer = r.stdout.trim();
-      try {
-        const o = JSON.parse(answer) as Record<string, unknown>;
-        const t = [o.result, o.reply, o.text].find((v) => typeof v === 'string');
-        if (typeof t === 'string') return t;
-      } catch {
-        // plain text
-      }
-      return answer;
-    },
+    summarize: (text: string) => completeText(`Summarize the following conversation in a short, self-contained recap of what was decided and learned:\n\n${text}`).then((t) => t.trim()),
+    complete: completeText,
     async close() {
       for (const c of inflight) c.abort();
     },

@@ -41,6 +41,13 @@ const FACTORIES: { [K in BrainSpec['kind']]?: Factory<K> } = {
       ...(env.extraEnv ? { extraEnv: env.extraEnv } : {}),
       ...(env.tools ? { tools: env.tools } : {}),
     }),
+  machine: async (spec, env) => {
+    const provider = spec.provider ? await createBrain(spec.provider, env) : undefined;
+    return (await import('./machine.ts')).createMachineBrain(
+      { module: spec.module, url: env.moduleUrl ?? spec.module, ...(spec.export ? { exportName: spec.export } : {}), ...(spec.options ? { options: spec.options } : {}), ...(spec.timeoutMs ? { timeoutMs: spec.timeoutMs } : {}) },
+      { root: env.root, agentId: env.agentId, agentDir: env.agentDir, ...(provider ? { provider } : {}), runMemory: (args) => env.runTool?.('get_memory', args) ?? Promise.reject(new Error('get_memory is not available here')) },
+    );
+  },
   openai: async (spec, env) =>
     (await import('./openai.ts')).createOpenAIBrain(spec, {
       agentDir: env.agentDir,

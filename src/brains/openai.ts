@@ -131,6 +131,9 @@ export function createOpenAIBrain(
       ]);
       return r.content.trim();
     },
+    async complete(prompt: string): Promise<string> {
+      return (await complete([{ role: 'user', content: prompt }])).content;
+    },
     async close() {
       for (const c of inflight) c.abort();
     },

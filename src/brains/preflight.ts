@@ -11,6 +11,7 @@ import type { BrainSpec } from '../config/schema.ts';
  */
 export function brainProblem(brain: BrainSpec): string | null {
   if (brain.kind === 'module') return fileProblem(brain.module, 'brain module');
+  if (brain.kind === 'machine') return fileProblem(brain.module, 'machine module') ?? (brain.provider ? brainProblem(brain.provider) : null);
   if (brain.kind === 'command') {
     const found = findProgram(brain.command, brain.env?.PATH ?? process.env.PATH ?? '');
     return typeof found === 'string' ? null : found.problem;

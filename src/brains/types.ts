@@ -1,8 +1,9 @@
 import type { Act, HiveMessage } from '../protocol/message.ts';
 import type { DurableTimer, JsonValue } from '../protocol/timer.ts';
 import type { ConversationView, TranscriptEvent } from '../session/types.ts';
+import type { MachineStep, MachineView } from '../protocol/machine-view.ts';
 
-export type { JsonValue, DurableTimer, ConversationView, TranscriptEvent };
+export type { JsonValue, DurableTimer, ConversationView, TranscriptEvent, MachineStep, MachineView };
 
 /** What a brain is asked to handle: one delivered message or one due timer. */
 export type BrainInput =
@@ -71,6 +72,15 @@ export interface Brain {
   handle(turn: BrainTurn): Promise<BrainOutput>;
   /** Summarize text with this brain's model (snapshots, the reflector). */
   summarize?(text: string): Promise<string>;
+  /** One raw call of the brain's model with a prompt: its answer text (a machine agent's `hiveThink`). */
+  complete?(prompt: string): Promise<string>;
+  /**
+   * Checks and loads the committed state at the agent's start, before any turn. Throwing
+   * `E_BAD_SNAPSHOT` marks the agent failed (god is told): the state no longer fits the brain.
+   */
+  restore?(state: JsonValue, now: number): Promise<void>;
+  /** What the inspector and `hive status` show of a state (a machine agent's own machine). */
+  describe?(state: JsonValue): MachineView | null;
   /** Cancel an in-flight turn (stop) and free resources. */
   close?(): Promise<void>;
 }

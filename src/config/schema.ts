@@ -15,17 +15,7 @@ import { MemoryConfigSchema } from '../memory/config.ts';
 const agentId = z.string().refine((v) => isAgentId(v), { message: `an agent id matching ${AGENT_ID_PATTERN.source}` });
 const positiveInt = z.number().int().positive();
 
-export const BrainSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('echo'), delayMs: z.number().int().min(0).optional() }).strict(),
-  z
-    .object({
-      kind: z.literal('module'),
-      module: z.string().min(1),
-      export: z.string().min(1).optional(),
-      options: z.record(z.string(), z.unknown()).optional(),
-    })
-    .strict(),
-  z
+const commandBrain = z
     .object({
       kind: z.literal('command'),
       command: z.string().min(1),
@@ -36,8 +26,9 @@ export const BrainSchema = z.discriminatedUnion('kind', [
       cwd: z.string().optional(),
       env: z.record(z.string(), z.string()).optional(),
     })
-    .strict(),
-  z
+    .strict();
+
+const openaiBrain = z
     .object({
       kind: z.literal('openai'),
       baseURL: z.url(),
@@ -46,7 +37,36 @@ export const BrainSchema = z.discriminatedUnion('kind', [
       timeoutMs: positiveInt.optional(),
       temperature: z.number().min(0).max(2).optional(),
     })
+    .strict();
+
+/** An XState v5 machine as the agent's behaviour (docs/architecture.md, "Machine agents"). */
+const machineBrain = z
+  .object({
+    kind: z.literal('machine'),
+    module: z.string().min(1),
+    export: z.string().min(1).optional(),
+    /** Given to the machine as its `input` when it first starts. */
+    options: z.record(z.string(), z.unknown()).optional(),
+    /** The agent's provider, for the machine's `hiveThink` actor. */
+    provider: z.discriminatedUnion('kind', [commandBrain, openaiBrain]).optional(),
+    /** Bound on one turn's invocations (ms; default 5 minutes). */
+    timeoutMs: positiveInt.optional(),
+  })
+  .strict();
+
+export const BrainSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('echo'), delayMs: z.number().int().min(0).optional() }).strict(),
+  z
+    .object({
+      kind: z.literal('module'),
+      module: z.string().min(1),
+      export: z.string().min(1).optional(),
+      options: z.record(z.string(), z.unknown()).optional(),
+    })
     .strict(),
+  commandBrain,
+  openaiBrain,
+  machineBrain,
   z.object({ kind: z.literal('human') }).strict(),
   z.object({ kind: z.literal('external') }).strict(),
 ]);
@@ -60,6 +80,10 @@ export type BrainSpec = z.infer<typeof BrainSchema>;
  */
 export function resolveBrainPaths(brain: BrainSpec, configDir: string): BrainSpec {
   if (brain.kind === 'module') return { ...brain, module: path.resolve(configDir, brain.module) };
+  if (brain.kind === 'machine') {
+    const provider = brain.provider ? (resolveBrainPaths(brain.provider, configDir) as typeof brain.provider) : undefined;
+    return { ...brain, module: path.resolve(configDir, brain.module), ...(provider ? { provider } : {}) };
+  }
   if (brain.kind === 'command') {
     const command = brain.command.includes('/') ? path.resolve(configDir, brain.command) : brain.command;
     return { ...brain, command, ...(brain.cwd !== undefined ? { cwd: path.resolve(configDir, brain.cwd) } : {}) };
@@ -301,7 +325,7 @@ function expectationOf(issue: z.core.$ZodIssue): string {
     case 'invalid_value':
       return `one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
     case 'invalid_union':
-      return 'a brain with kind echo, module, command, openai, human or external';
+      return 'a brain with kind echo, module, machine, command, openai, human or external';
     case 'unrecognized_keys':
       return `no unknown keys (found ${issue.keys.map((k) => JSON.stringify(k)).join(', ')})`;
     case 'not_multiple_of':

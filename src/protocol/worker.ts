@@ -11,6 +11,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { BrainSpec } from '../config/schema.ts';
 import type { DurableTimer } from './timer.ts';
+import type { MachineView } from './machine-view.ts';
 import type { WorkerTelemetryInit } from '../telemetry/worker.ts';
 import type { RestoreMode, SessionCaps } from '../session/types.ts';
 import type { MemoryConfig } from '../memory/config.ts';
@@ -160,6 +161,8 @@ export interface ActorContextSummary {
   timers: { name: string; at: number }[];
   /** The brain's state as JSON, cut to 2,000 characters. */
   brainState: string;
+  /** A machine agent's own machine: state, context, last events. */
+  machine?: MachineView;
 }
 
 // ---- memory actors (miner, reflector) ------------------------------------------------

@@ -4,7 +4,9 @@ import type { RegistryEntry } from '../registry/registry.ts';
 import { PASSIVE_KINDS } from '../brains/create.ts';
 import { committedCursor } from '../queue/committed-cursor.ts';
 import type { TurnClock } from '../agent/turn-clock.ts';
+import path from 'node:path';
 import { moduleBrainUrl } from './bundle.ts';
+import { packageRoot } from '../package-files.ts';
 import { safeDepth, withPause, type ActorStatus } from './status.ts';
 
 /** What the supervisor knows of one agent of the registry. */
@@ -48,6 +50,7 @@ export async function hostedSpecOf(r: AgentRecord): Promise<HostedAgentSpec> {
   if (r.forgive) spec.forgiveCrash = true;
   r.forgive = false;
   if (r.brain.kind === 'module') spec.moduleUrl = await moduleBrainUrl(r.brain.module);
+  if (r.brain.kind === 'machine') spec.moduleUrl = await moduleBrainUrl(r.brain.module, { sharedXstate: path.join(packageRoot(), 'package.json') });
   if (r.brain.kind === 'command' || r.brain.kind === 'openai') spec.turnBatch = 1;
   return spec;
 }

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
+import { createRequire } from 'node:module';
 import { writeFileAtomic } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import { cachedBuild, saveBuild } from './build-cache.mjs';
@@ -64,7 +65,7 @@ function manifestOf(name: string): string {
   return path.join(cacheDir(), `${name}.manifest.json`);
 }
 
-async function bundle(entry: string, name: string, external: boolean, split = false): Promise<string> {
+async function bundle(entry: string, name: string, external: boolean, split = false, plugins: Plugin[] = []): Promise<string> {
   // A build from an earlier process is reused when none of its inputs changed: a supervisor
   // restart skips esbuild entirely.
   const cached = cachedBuild(manifestOf(name));
@@ -78,6 +79,7 @@ async function bundle(entry: string, name: string, external: boolean, split = fa
       ...(split ? { splitting: true, outdir: cacheDir(), entryNames: `${name}-[hash]`, chunkNames: 'chunk-[hash]', outExtension: { '.js': '.mjs' } } : {}),
       write: false,
       logLevel: 'silent',
+      plugins,
       ...(external ? { packages: 'external' as const, banner: {} } : {}),
     });
   } catch (err) {
@@ -127,18 +129,40 @@ export function workerEntry(kind: 'agent-host' | 'router-host' | 'miner-host' | 
 /**
  * An importable URL for a module brain. `.js`/`.mjs` files are used as they are;
  * TypeScript is bundled (dependencies included, so it resolves from the cache folder).
+ * A machine module (`sharedXstate`) keeps `xstate` out of its bundle: its imports point at
+ * the copy its own folder resolves (the one the worker loads to run it), so the machine and
+ * the actors it is run with come from one XState runtime.
  */
-export async function moduleBrainUrl(file: string): Promise<string> {
+export async function moduleBrainUrl(file: string, options: { sharedXstate?: string } = {}): Promise<string> {
   if (!fs.existsSync(file)) throw new HiveError('E_BAD_CONFIG', `Brain module ${file} does not exist`);
   if (/\.(mjs|js|cjs)$/.test(file)) return pathToFileURL(file).href;
   const stat = fs.statSync(file);
-  const key = `brain:${file}:${stat.mtimeMs}:${stat.size}`;
+  const key = `brain:${file}:${stat.mtimeMs}:${stat.size}:${options.sharedXstate ?? ''}`;
   let p = built.get(key);
   if (!p) {
-    const id = createHash('sha256').update(file).digest('hex').slice(0, 8);
-    p = bundle(file, `brain-${path.basename(file).replace(/\W+/g, '_')}-${id}`, false);
+    const id = createHash('sha256').update(`${file}:${options.sharedXstate ?? ''}`).digest('hex').slice(0, 8);
+    p = bundle(file, `brain-${path.basename(file).replace(/\W+/g, '_')}-${id}`, false, false, options.sharedXstate ? [sharedXstate(file, options.sharedXstate)] : []);
     built.set(key, p);
     p.catch(() => built.delete(key));
   }
   return pathToFileURL(await p).href;
+}
+
+/** Resolves `xstate` and `xstate/*` from the module's folder (else Hive's copy, `fallback`) and leaves them external. */
+function sharedXstate(moduleFile: string, fallback: string): Plugin {
+  return {
+    name: 'hive-shared-xstate',
+    setup(b) {
+      b.onResolve({ filter: /^xstate(\/.*)?$/ }, (args) => {
+        for (const from of [moduleFile, fallback]) {
+          try {
+            return { path: createRequire(from).resolve(args.path), external: true };
+          } catch {
+            // next
+          }
+        }
+        return { errors: [{ text: `Cannot resolve ${args.path} from ${moduleFile}: install xstate in your project` }] };
+      });
+    },
+  };
 }
