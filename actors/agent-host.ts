@@ -15,6 +15,7 @@ import { startWorkerTelemetry } from '../src/telemetry/worker.ts';
 import { otelEnvFor } from '../src/telemetry/env.ts';
 import { resolveSocketPath } from '../src/net/socket-path.ts';
 import { HOOKS_SOCKET } from '../src/hooks/socket-name.ts';
+import { agentClock } from '../src/testing/clock-skew.ts';
 import { GET_MEMORY_TOOL, runGetMemory } from '../src/memory/tool.ts';
 import type { ToolDescription } from '../src/brains/prompt.ts';
 
@@ -73,6 +74,7 @@ async function startOne(spec: HostedAgentSpec, brain: Awaited<ReturnType<typeof 
     settings: init.agentSettings!,
     emit,
     onFatal: crashWorker,
+    clock: agentClock(),
     tracer: telemetry?.tracer ?? null,
   });
   actors.set(spec.id, actor);
