@@ -1,8 +1,15 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
+import { fastConfig, nextEvent, startHive, waitFor } from './helpers/hive.ts';
 import { FIXTURES } from './helpers/fixture.ts';
+import { tempDir } from './helpers/temp.ts';
+import { createHive } from '../src/hive.ts';
 import { readInbox } from '../src/queue/inbox.ts';
+import { readStateFile } from '../src/agent/state-store.ts';
+import { readRegistry } from '../src/registry/registry.ts';
+import { listDeadLetters } from '../src/queue/dead-letter.ts';
+import { readLog } from '../src/log/read.ts';
 
 const counter = { kind: 'machine' as const, module: path.join(FIXTURES, 'machines', 'counter.ts') };
 const client = { id: 'client', brain: { kind: 'external' as const } };
@@ -11,12 +18,106 @@ function inbox(root: string, id: string) {
   return readInbox(root, id, 0).entries.map((e) => e.message);
 }
 
+function machineState(root: string, id: string) {
+  return readStateFile(root, id)!.snapshot.context.brainState as {
+    snapshot: { value: string; context: { count: number }; children: Record<string, { snapshot: { context: { pings: number } } }> };
+  };
+}
+
 describe('machine agents', () => {
-  it('a request becomes an event; hiveReply answers it', async () => {
+  it('a request becomes an event; hiveReply answers it; the snapshot is the brain state', async () => {
     const hive = await startHive(fastConfig({ agents: [{ id: 'm', brain: counter }, client] }));
     await hive.send({ from: 'client', to: 'm', act: 'request', body: 'one' });
     await hive.send({ from: 'client', to: 'm', act: 'request', body: 'two' });
     await waitFor(hive, () => inbox(hive.root, 'client').length === 2, 'two replies');
     expect(inbox(hive.root, 'client').map((m) => m.body)).toEqual(['count 1', 'count 2']);
+    expect(machineState(hive.root, 'm').snapshot).toMatchObject({ value: 'counting', context: { count: 2 } });
+  });
+
+  it('a worker crash restores state value, context and a spawned child in a new thread', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'm', brain: counter }, client] }));
+    for (const body of ['spawn', 'ping-kid', 'ping-kid', 'arm']) await hive.send({ from: 'client', to: 'm', act: 'request', body });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 4, 'four replies');
+    const before = hive.supervisor.threadOf('m');
+    const restarted = nextEvent(hive, 'restarted', (e) => e.agents.includes('m'));
+    await hive.supervisor.workerOf('m')!.terminate();
+    await restarted;
+    expect(hive.supervisor.threadOf('m')).not.toBe(before);
+    await hive.send({ from: 'client', to: 'm', act: 'request', body: 'ping-kid' });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 5, 'the reply after the crash');
+    // 'ping-kid' in state armed is a plain count: the machine resumed in armed, with its count.
+    expect(inbox(hive.root, 'client').at(-1)!.body).toBe('count 5 (armed)');
+    const s = machineState(hive.root, 'm').snapshot;
+    expect(s.value).toBe('armed');
+    expect(s.children.kid!.snapshot.context.pings).toBe(2);
+  });
+
+  it('an event the machine does not handle is logged with its state, not lost: the cursor moves on', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'm', brain: counter }, client] }));
+    const ignored = await hive.send({ from: 'client', to: 'm', act: 'inform', body: 'fyi' });
+    await hive.send({ from: 'client', to: 'm', act: 'request', body: 'next' });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'the next request answered');
+    const logged = readLog(hive.root).filter((e) => e.type === 'machine.ignored');
+    expect(logged).toMatchObject([{ agent: 'm', event: 'hive.inform', id: ignored.id, state: 'counting' }]);
+    expect(readStateFile(hive.root, 'm')!.cursor).toBe(2);
+  });
+
+  it('a machine that throws in an action crashes its worker, is restarted, and the message goes to dead-letter as poison after 3, naming the state', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'm', brain: counter }, client], supervisor: { poisonAfter: 3, restart: { maxRestarts: 10 } } }));
+    const bad = await hive.send({ from: 'client', to: 'm', act: 'request', body: 'boom' });
+    await hive.send({ from: 'client', to: 'm', act: 'request', body: 'after' });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'the next request answered', 60_000);
+    const poison = listDeadLetters(hive.root).find((d) => d.reason?.code === 'E_POISON');
+    expect(poison?.name).toContain(bad.id);
+    expect(poison?.reason?.error).toMatch(/Agent "m" \(machine counter\.ts\): the machine threw on event hive\.request in state counting: boom in an action/);
+    expect(inbox(hive.root, 'client')[0]!.body).toBe('count 1');
+  });
+
+  it('a child spawned from inline logic cannot be persisted: the turn fails with an error naming the child and what to do', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'm', brain: counter }, client], supervisor: { poisonAfter: 2, restart: { maxRestarts: 10 } } }));
+    const bad = await hive.send({ from: 'client', to: 'm', act: 'request', body: 'spawn-inline' });
+    await hive.send({ from: 'client', to: 'm', act: 'request', body: 'after' });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'the next request answered', 60_000);
+    const poison = listDeadLetters(hive.root).find((d) => d.reason?.code === 'E_POISON');
+    expect(poison?.name).toContain(bad.id);
+    expect(poison?.reason?.error).toMatch(/Agent "m" \(machine counter\.ts\): root\/inline-kid runs inline logic, which no snapshot restores \(xstate #5057\): name it in setup\(\{ actors \}\)/);
+    expect(inbox(hive.root, 'client')[0]!.body).toBe('count 1');
+  });
+
+  it('a module that exports no machine fails the agent at start, naming the module and the export', async () => {
+    const root = path.join(tempDir(), 'hive');
+    const broken = createHive(fastConfig({ root, agents: [{ id: 'm', brain: { kind: 'machine', module: path.join(FIXTURES, 'machines', 'not-a-machine.ts') } }] }));
+    const err = await broken.start().then(() => null, (e: unknown) => e as { code: string; message: string });
+    await broken.close();
+    expect(err?.code).toBe('E_BAD_CONFIG');
+    expect(err?.message).toMatch(/Agent "m": machine module .*not-a-machine\.ts could not be loaded: .*exports no XState machine as "default" \(found a function\)/);
+    expect(readRegistry(root).agents.m?.status).toBe('failed');
+    const missing = createHive(fastConfig({ root: path.join(tempDir(), 'hive'), agents: [{ id: 'm', brain: { kind: 'machine', module: '/nowhere/machine.ts' } }] }));
+    const err2 = await missing.start().then(() => null, (e: unknown) => e as { message: string });
+    await missing.close();
+    expect(err2?.message).toContain('Agent "m": machine module /nowhere/machine.ts does not exist');
+  });
+
+  it('a snapshot that no longer fits a changed machine fails the agent with the reason and tells god; nothing of its state is reset', async () => {
+    const root = path.join(tempDir(), 'hive');
+    const first = await startHive(fastConfig({ root, agents: [{ id: 'm', brain: counter }, client] }));
+    await first.send({ from: 'client', to: 'm', act: 'request', body: 'arm' });
+    await waitFor(first, () => inbox(root, 'client').length === 1, 'armed');
+    await first.close();
+    const stateFiles = () => ['state.json', 'state.wal'].map((f) => path.join(root, 'agents', 'm', f)).filter((f) => fs.existsSync(f)).map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+    const before = stateFiles();
+    expect(before).not.toBe('');
+    const v2 = { kind: 'machine' as const, module: path.join(FIXTURES, 'machines', 'counter-v2.ts') };
+    const changed = createHive(fastConfig({ root, agents: [{ id: 'm', brain: v2 }, client] }));
+    const err = await changed.start().then(() => null, (e: unknown) => e as { code: string; message: string });
+    expect(err?.code).toBe('E_BAD_CONFIG');
+    expect(err?.message).toMatch(/Agent "m" \(machine counter-v2\.ts\): the committed snapshot no longer fits the machine: .*armed/);
+    expect(readRegistry(root).agents.m?.status).toBe('failed');
+    await changed.close();
+    expect(stateFiles()).toBe(before);
+    expect(machineState(root, 'm').snapshot.value).toBe('armed');
+    // god is told (its notice is in god's inbox once routed by a running hive)
+    const again = await startHive(fastConfig({ root, agents: [{ id: 'm', brain: counter }, client] }));
+    await waitFor(again, () => inbox(root, 'god').some((m) => m.subject === 'm cannot start' && /no longer fits/.test(m.body)), "god's notice");
   });
 });

@@ -232,10 +232,19 @@ export class LiveMachine {
 
   /** What the turn commits: the messages emitted, the persisted snapshot, the delays to arm and cancel. */
   outcome(before: Set<string>, fired: string | null): TurnOutcome {
-    const persisted = JSON.parse(JSON.stringify(this.actor.getPersistedSnapshot() ?? null)) as JsonValue;
-    const bad = unpersistable(persisted, 'root');
+    let persisted: JsonValue;
+    let bad: string[];
+    try {
+      persisted = JSON.parse(JSON.stringify(this.actor.getPersistedSnapshot() ?? null)) as JsonValue;
+      bad = unpersistable(persisted, 'root');
+    } catch (err) {
+      // Recent xstate refuses itself ("An inline child actor cannot be persisted"): name which.
+      bad = this.inlineChildren(this.actor, 'root');
+      if (bad.length === 0) throw new HiveError('E_MACHINE', `${this.label}: the machine's snapshot cannot be persisted in state ${this.value()}: ${messageOf(err)}`, { cause: err });
+      persisted = null;
+    }
     if (bad.length > 0) {
-      throw new HiveError('E_BAD_CONFIG', `${this.label}: ${bad.join(', ')} run${bad.length === 1 ? 's' : ''} inline actor logic, which cannot be restored from a snapshot (xstate #5057): name the logic in setup({ actors }) and spawn or invoke it by name`);
+      throw new HiveError('E_BAD_CONFIG', `${this.label}: ${bad.join(', ')} run${bad.length === 1 ? 's' : ''} inline logic, which no snapshot restores (xstate #5057): name it in setup({ actors })`);
     }
     const delays = [...this.delays.values()].flatMap((d) => {
       const source = this.pathOf(d.source);
@@ -318,6 +327,13 @@ export class LiveMachine {
       return null;
     };
     return walk(this.actor, 'root');
+  }
+
+  /** Live children whose logic was given inline (their `src` is the logic, not a name). */
+  private inlineChildren(at: ActorRefLike, path: string): string[] {
+    return Object.entries(at.getSnapshot().children ?? {}).flatMap(([id, child]) =>
+      !child ? [] : typeof (child as { src?: unknown }).src !== 'string' ? [`${path}/${id}`] : this.inlineChildren(child, `${path}/${id}`),
+    );
   }
 
   private resolve(path: string): ActorRefLike | null {
