@@ -34,6 +34,21 @@ describe('machine agents', () => {
     expect(machineState(hive.root, 'm').snapshot).toMatchObject({ value: 'counting', context: { count: 2 } });
   });
 
+  it("an LLM agent as a machine: hiveThink asks the agent's provider, hiveMemory searches memory, inside one turn", async () => {
+    const thinker = {
+      kind: 'machine' as const,
+      module: path.join(FIXTURES, 'machines', 'thinker.ts'),
+      provider: { kind: 'command' as const, command: path.join(FIXTURES, 'cli', 'shout.mjs') },
+    };
+    const hive = await startHive(fastConfig({ agents: [{ id: 't', brain: thinker }, client] }));
+    await hive.remember('t', 'The wombat migration is on Tuesday.');
+    const req = await hive.send({ from: 'client', to: 't', act: 'request', body: 'wombat' });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'the answer');
+    expect(inbox(hive.root, 'client')[0]).toMatchObject({ body: 'THINK ABOUT WOMBAT | memories: 1', in_reply_to: req.id, conversation: req.conversation });
+    // One commit for the turn: it ended idle, the invocations' results in its context.
+    expect(machineState(hive.root, 't').snapshot).toMatchObject({ value: 'idle', context: { thought: 'THINK ABOUT WOMBAT', found: 1 } });
+  });
+
   it('a worker crash restores state value, context and a spawned child in a new thread', async () => {
     const hive = await startHive(fastConfig({ agents: [{ id: 'm', brain: counter }, client] }));
     for (const body of ['spawn', 'ping-kid', 'ping-kid', 'arm']) await hive.send({ from: 'client', to: 'm', act: 'request', body });
