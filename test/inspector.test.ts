@@ -30,6 +30,7 @@ describe('visual inspector in headless Chromium', () => {
           { id: 'gated', brain: { kind: 'module', module: path.join(FIXTURES, 'brains', 'gated.ts') } },
           { id: 'echo', brain: { kind: 'echo' } },
           { id: 'asker', brain: { kind: 'external' } },
+          { id: 'mach', brain: { kind: 'machine', module: path.join(FIXTURES, 'machines', 'counter.ts') } },
         ],
       }),
     );
@@ -68,6 +69,19 @@ describe('visual inspector in headless Chromium', () => {
       fs.writeFileSync(path.join(agentPaths(hive.root, 'gated').dir, 'gate'), '');
       await highlighted('gated', 'idle');
       await page.locator('#flow svg .msg').first().waitFor({ state: 'attached' }); // a line: no height, never "visible"
+
+      // A machine agent's card draws its own machine, highlights where it is, and follows it
+      // live; the turn loop stays as a folded secondary line.
+      const own = (state: string) => page.locator(`.actor[data-actor="mach"] .own-diagram .state.active[data-state="${state}"]`).waitFor();
+      await own('counting');
+      expect(await page.locator('.actor[data-actor="mach"] .own-diagram svg .state[data-state="armed"]').count()).toBe(1);
+      expect(await page.locator('.actor[data-actor="mach"] details.loop .diagram svg .state[data-state="thinking"]').count()).toBe(1);
+      await hive.send({ from: 'asker', to: 'mach', act: 'request', body: 'arm' });
+      await own('armed');
+      expect(await page.locator('.actor[data-actor="mach"] .own-diagram .state.active').count()).toBe(1);
+      await page.locator('.actor[data-actor="mach"] .recent li', { hasText: 'hive.request counting → armed' }).waitFor();
+      expect(await page.locator('.actor[data-actor="mach"] .value').textContent()).toBe('armed');
+      await page.locator('.actor[data-actor="mach"] .own-context', { hasText: 'count' }).waitFor();
 
       // ASK ME: a question to god appears as a card; answering it on the page delivers an
       // inform from god, in reply to the question and in its conversation, to the asker.

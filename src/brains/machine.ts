@@ -125,7 +125,9 @@ export async function createMachineBrain(o: MachineBrainOptions, env: MachineBra
       machineFor(state, now);
     },
     describe(state) {
-      return isMachineState(state) ? describeMachineState(state as MachineBrainState) : null;
+      if (isMachineState(state)) return describeMachineState(state as MachineBrainState);
+      // Nothing committed yet: the machine as it started.
+      return live ? describeMachineState({ machine: 1, rev: 0, snapshot: live.actor.getSnapshot() as never, delays: [], recent: [] }) : null;
     },
     async handle(turn: BrainTurn): Promise<BrainOutput> {
       const m = machineFor(turn.state, turn.now);

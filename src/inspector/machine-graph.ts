@@ -77,7 +77,9 @@ export function eventLabel(eventType: string): string {
  * @example machineGraph(MACHINES.agent).states.map((s) => s.key) // ['idle', 'fetching', ...]
  */
 export function machineGraph(machine: AnyStateMachine): MachineGraph {
-  const root = toDirectedGraph(machine);
+  // The root state node, not the machine: a user's machine built with their own copy of
+  // xstate fails @xstate/graph's `instanceof StateMachine` test, a state node has no such test.
+  const root = toDirectedGraph(machine.root as unknown as AnyStateMachine);
   const prefix = `${root.id}.`;
   const keyOf = (id: string) => (id === root.id ? '*' : id.startsWith(prefix) ? id.slice(prefix.length) : id);
   const initialKey = String((root.stateNode as unknown as { initial?: { target?: { key: string }[] } }).initial?.target?.[0]?.key ?? '');

@@ -1,4 +1,5 @@
-import type { Delivery } from '../protocol/worker.ts';
+import type { ActorContextSummary, Delivery } from '../protocol/worker.ts';
+import type { MachineView } from '../protocol/machine-view.ts';
 import type { Hive } from '../hive.ts';
 import { HiveError } from '../errors.ts';
 import { GOD_ID } from '../protocol/agent-id.ts';
@@ -12,7 +13,8 @@ import type { MachineName } from './machine-graph.ts';
 export interface InspectorSnapshot {
   root: string;
   pid: number;
-  actors: (ActorStatus & { machine: MachineName | null; context: unknown })[];
+  /** `machine`: the runtime machine it runs (the turn loop for agents); `own`: a machine agent's own machine, live. */
+  actors: (ActorStatus & { machine: MachineName | null; context: unknown; own: MachineView | null })[];
   hosts: ReturnType<Hive['supervisor']['hostStatus']>;
   messages: (Delivery & { at: string; question: boolean })[];
   deadLetters: { name: string; error: string; code: string | null; source: string | null; at: string | null }[];
@@ -163,11 +165,10 @@ export class InspectorModel {
 
   private actorsAndHosts(): Pick<InspectorSnapshot, 'actors' | 'hosts'> {
     const contexts = this.hive.supervisor.contexts();
-    const actors = this.hive.status().map((a) => ({
-      ...a,
-      machine: machineOf(a.kind),
-      context: contexts[a.id] ?? null,
-    }));
+    const actors = this.hive.status().map((a) => {
+      const { machine: own, ...context } = contexts[a.id] ?? ({} as Partial<ActorContextSummary>);
+      return { ...a, machine: machineOf(a.kind), context: contexts[a.id] ? context : null, own: own ?? null };
+    });
     return { actors, hosts: this.hive.supervisor.hostStatus() };
   }
 

@@ -6,6 +6,8 @@ import type { Hive } from '../hive.ts';
 import { agentTurns, conversationOf, godInbox, searchMessages } from './conversations.ts';
 import { HiveError, errorMessage, isHiveError } from '../errors.ts';
 import { renderMachineSvg } from './diagram.ts';
+import { agentMachineSvg } from './agent-machine.ts';
+import { isAgentId } from '../protocol/agent-id.ts';
 import { MACHINES, machineGraph, type MachineName } from './machine-graph.ts';
 import { InspectorModel, type InspectorUpdate } from './model.ts';
 import { shippedFile } from '../package-files.ts';
@@ -112,6 +114,13 @@ export async function startInspector(hive: Hive, options: { port?: number; token
     switch (route) {
       case 'GET /api/machines':
         return send(res, 200, JSON.stringify(await machineDiagrams()));
+      case 'GET /api/agent-machine': {
+        const agent = url.searchParams.get('agent') ?? '';
+        if (!isAgentId(agent)) return sendError(res, 400, 'E_BAD_ARGS', 'Expected ?agent=<agent id>');
+        const svg = await agentMachineSvg(hive.root, agent);
+        if (!svg) return sendError(res, 404, 'E_NOT_FOUND', `Agent ${agent} has no machine of its own`);
+        return send(res, 200, JSON.stringify({ agent, svg }));
+      }
       case 'GET /api/state':
         return send(res, 200, JSON.stringify(model.snapshot()));
       case 'GET /api/events':

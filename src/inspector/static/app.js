@@ -15,9 +15,17 @@ async function getJson(path) {
 }
 
 function highlight(container, value) {
+  highlightAll(container, [value]);
+}
+
+/** Marks every named state of a diagram active (a machine agent's nested states: parent and child). */
+function highlightAll(container, values) {
+  if (!container) return;
   for (const el of container.querySelectorAll('.state.active')) el.classList.remove('active');
-  const node = container.querySelector(`.state[data-state="${CSS.escape(String(value))}"]`);
-  if (node) node.classList.add('active');
+  for (const value of values) {
+    const node = container.querySelector(`.state[data-state="${CSS.escape(String(value))}"]`);
+    if (node) node.classList.add('active');
+  }
 }
 
 function badge(text, cls = '') {
@@ -78,6 +86,43 @@ function actorCard(a) {
   return card;
 }
 
+/**
+ * A machine agent's card leads with its own machine (drawn by the server from its
+ * definition), its state and context and the last events; the turn loop every agent runs
+ * folds into a small secondary line.
+ */
+function ownMachine(card, a) {
+  if (!card.dataset.own) {
+    card.dataset.own = 'true';
+    const loop = $('.diagram', card);
+    const box = document.createElement('details');
+    box.className = 'loop';
+    box.innerHTML = '<summary class="muted">turn loop: <span class="loop-value"></span></summary>';
+    loop.replaceWith(box);
+    box.appendChild(loop);
+    const own = document.createElement('div');
+    own.className = 'own';
+    own.innerHTML = '<div class="own-diagram"></div><div class="own-state"></div><details open><summary class="muted">last events</summary><ol class="recent"></ol></details>';
+    box.before(own);
+    getJson(`/api/agent-machine?agent=${encodeURIComponent(a.id)}`).then((d) => {
+      $('.own-diagram', card).innerHTML = d.svg;
+      highlightAll($('.own-diagram', card), JSON.parse(card.dataset.active ?? '[]'));
+    }, (err) => ($('.own-diagram', card).innerHTML = `<p class="muted">${esc(err.message)}</p>`));
+  }
+  const own = a.own;
+  const active = JSON.stringify(own.active);
+  if (card.dataset.active !== active) {
+    card.dataset.active = active;
+    highlightAll($('.own-diagram', card), own.active);
+  }
+  $('.own-state', card).innerHTML = `<span class="badge">${esc(own.status)}</span> <strong class="own-value">${esc(own.active.at(-1) ?? JSON.stringify(own.value))}</strong><div class="own-context">${jsonTree(own.context)}</div>`;
+  $('.recent', card).innerHTML = own.recent
+    .slice()
+    .reverse()
+    .map((r) => `<li${r.ignored ? ' class="ignored"' : ''}><code>${esc(r.event)}</code> ${esc(r.from)} → ${esc(r.to)}${r.ignored ? ' <span class="muted">(ignored)</span>' : ''} <span class="muted">${esc(new Date(r.at).toISOString().slice(11, 23))}</span></li>`)
+    .join('');
+}
+
 function updateActorCard(card, a) {
   $('.kind', card).textContent = `${a.kind} · ${a.brain}`;
   const badges = [
@@ -93,13 +138,19 @@ function updateActorCard(card, a) {
     card.dataset.context = context;
     $('.context', card).innerHTML = jsonTree(a.context ?? { cursor: a.cursor, handled: a.handled });
   }
+  if (a.own) ownMachine(card, a);
   setValue(card, a.state);
 }
 
 function setValue(card, value) {
   card.dataset.value = value;
-  $('.value', card).textContent = value;
-  highlight(card, value);
+  const loopValue = $('.loop-value', card);
+  // A machine agent's header shows its own state; the turn loop's goes to its folded line.
+  if (loopValue) {
+    loopValue.textContent = value;
+    $('.value', card).textContent = $('.own-value', card)?.textContent ?? value;
+  } else $('.value', card).textContent = value;
+  highlight($('.diagram', card), value);
 }
 
 const RUNTIME_KINDS = new Set(['router', 'miner', 'reflector']);
