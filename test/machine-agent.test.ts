@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fastConfig, nextEvent, startHive, waitFor } from './helpers/hive.ts';
-import { FIXTURES } from './helpers/fixture.ts';
+import { FIXTURES, runHive } from './helpers/fixture.ts';
 import { tempDir } from './helpers/temp.ts';
 import { createHive } from '../src/hive.ts';
 import { readInbox } from '../src/queue/inbox.ts';
@@ -47,6 +47,30 @@ describe('machine agents', () => {
     expect(inbox(hive.root, 'client')[0]).toMatchObject({ body: 'THINK ABOUT WOMBAT | memories: 1', in_reply_to: req.id, conversation: req.conversation });
     // One commit for the turn: it ended idle, the invocations' results in its context.
     expect(machineState(hive.root, 't').snapshot).toMatchObject({ value: 'idle', context: { thought: 'THINK ABOUT WOMBAT', found: 1 } });
+  });
+
+  it("hive status shows the machine's state, running and not; hive diagram --agent draws the agent's own machine", async () => {
+    const root = path.join(tempDir(), 'hive');
+    const hive = await startHive(fastConfig({ root, agents: [{ id: 'm', brain: counter }, client] }));
+    await hive.send({ from: 'client', to: 'm', act: 'request', body: 'arm' });
+    await waitFor(hive, () => inbox(root, 'client').length === 1, 'armed');
+    await waitFor(hive, () => hive.status().find((a) => a.id === 'm')?.machine === 'armed', 'status shows armed');
+    const running = await runHive(['status', '--root', root]);
+    expect(running.stdout).toMatch(/MACHINE/);
+    expect(running.stdout).toMatch(/^m +agent +machine +idle .* armed$/m);
+    await hive.close();
+    const offline = JSON.parse((await runHive(['status', '--root', root, '--json'])).stdout) as { running: boolean; actors: { id: string; machine: string | null }[] };
+    expect(offline.running).toBe(false);
+    expect(offline.actors.find((a) => a.id === 'm')?.machine).toBe('armed');
+    const out = path.join(tempDir(), 'm.svg');
+    const drawn = await runHive(['diagram', '--agent', 'm', '--root', root, '--out', out]);
+    expect(drawn.code, drawn.stderr).toBe(0);
+    const svg = fs.readFileSync(out, 'utf8');
+    for (const state of ['counting', 'armed', 'sleeping']) expect(svg).toContain(`data-state="${state}"`);
+    expect(svg).toContain('after 60000');
+    const none = await runHive(['diagram', '--agent', 'client', '--root', root, '--out', out]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('agent client has no machine of its own');
   });
 
   it('a worker crash restores state value, context and a spawned child in a new thread', async () => {

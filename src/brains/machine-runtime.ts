@@ -1,5 +1,6 @@
 import { HiveError } from '../errors.ts';
 import type { Draft, JsonValue, MachineStep, MachineView } from './types.ts';
+import { activeKeys, valueText } from '../protocol/machine-view.ts';
 
 /**
  * A user's XState machine, live between turns, and what a turn on it commits
@@ -66,26 +67,10 @@ export interface MachineBrainState {
 export const TIMER_PREFIX = 'xstate:';
 const RECENT_KEPT = 20;
 
+export { valueText };
+
 export function isMachineState(v: JsonValue | undefined): v is JsonValue & MachineBrainState {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && v.machine === 1 && typeof v.rev === 'number';
-}
-
-/** `'a'` → `a`; `{ a: 'b' }` → `a.b`; parallel regions joined with `, `. */
-export function valueText(value: JsonValue | undefined): string {
-  if (typeof value === 'string') return value;
-  if (value && typeof value === 'object' && !Array.isArray(value)) {
-    return Object.entries(value)
-      .map(([k, v]) => (typeof v === 'string' ? `${k}.${v}` : v && typeof v === 'object' && Object.keys(v).length > 0 ? `${k}.${valueText(v)}` : k))
-      .join(', ');
-  }
-  return String(value);
-}
-
-/** Every active state's key, parents first: `{ a: { b: 'c' } }` → `a`, `a.b`, `a.b.c`. */
-export function activeKeys(value: JsonValue | undefined, prefix = ''): string[] {
-  if (typeof value === 'string') return [`${prefix}${value}`];
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return [];
-  return Object.entries(value).flatMap(([k, v]) => [`${prefix}${k}`, ...activeKeys(v, `${prefix}${k}.`)]);
 }
 
 export function describeMachineState(state: MachineBrainState): MachineView {

@@ -20,3 +20,21 @@ export interface MachineStep {
   /** The machine had no transition for it (logged; the cursor still moved). */
   ignored?: boolean;
 }
+
+/** `'a'` → `a`; `{ a: 'b' }` → `a.b`; parallel regions joined with `, `. */
+export function valueText(value: JsonValue | undefined): string {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    return Object.entries(value)
+      .map(([k, v]) => (typeof v === 'string' ? `${k}.${v}` : v && typeof v === 'object' && Object.keys(v).length > 0 ? `${k}.${valueText(v)}` : k))
+      .join(', ');
+  }
+  return String(value);
+}
+
+/** Every active state's key, parents first: `{ a: { b: 'c' } }` → `a`, `a.b`, `a.b.c`. */
+export function activeKeys(value: JsonValue | undefined, prefix = ''): string[] {
+  if (typeof value === 'string') return [`${prefix}${value}`];
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return [];
+  return Object.entries(value).flatMap(([k, v]) => [`${prefix}${k}`, ...activeKeys(v, `${prefix}${k}.`)]);
+}

@@ -8,6 +8,8 @@ import path from 'node:path';
 import { moduleBrainUrl } from './bundle.ts';
 import { packageRoot } from '../package-files.ts';
 import { safeDepth, withPause, type ActorStatus } from './status.ts';
+import { valueText } from '../protocol/machine-view.ts';
+import { offlineMachineState } from '../agent/machine-state.ts';
 
 /** What the supervisor knows of one agent of the registry. */
 export interface AgentRecord {
@@ -76,5 +78,6 @@ export function agentRow(root: string, r: AgentRecord, host: { state(): string; 
     threadId: host?.handle?.threadId ?? null,
     conversation: r.conversation,
     busyMs: started !== null ? Math.max(0, Date.now() - started) : null,
+    machine: r.context?.machine ? valueText(r.context.machine.value) : r.brain.kind === 'machine' ? offlineMachineState(root, r.entry.id) : null,
   };
 }

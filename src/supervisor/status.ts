@@ -19,6 +19,8 @@ export interface ActorStatus {
   conversation: string | null;
   /** How long the turn it is in has been running (ms), or null when it is between turns. */
   busyMs: number | null;
+  /** A machine agent's own machine state (`armed`, `review.pending`); null for other actors. */
+  machine?: string | null;
 }
 
 /** One worker host with its supervised-child state (inspector). */

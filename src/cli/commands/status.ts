@@ -6,6 +6,7 @@ import { readRegistry } from '../../registry/registry.ts';
 import { committedCursor } from '../../queue/committed-cursor.ts';
 import { inboxDepth } from '../../queue/inbox.ts';
 import { readStateFile } from '../../agent/state-store.ts';
+import { offlineMachineState } from '../../agent/machine-state.ts';
 import { JSON_OPTION, ROOT_OPTION, rootOf, type Command } from '../args.ts';
 import { painter, statusColour } from '../colour.ts';
 
@@ -37,6 +38,7 @@ function offlineStatus(root: string): ActorStatus[] {
         threadId: null,
         conversation: null,
         busyMs: null,
+        machine: kind === 'machine' ? offlineMachineState(root, a.id) : null,
       } satisfies ActorStatus;
     });
 }
@@ -77,8 +79,10 @@ export const statusCommand: Command = {
       return 0;
     }
     io.out(`${root}: ${running ? 'running' : 'not running'}\n`);
-    const header = ['ACTOR', 'KIND', 'BRAIN', 'STATE', 'STATUS', 'RESTARTS', 'INBOX', 'CURSOR'];
-    const rows = actors.map((a) => [a.id, a.kind, a.brain, stateText(a), a.status, String(a.restarts), String(a.inboxDepth), String(a.cursor)]);
+    // STATE is the turn loop every agent runs; a machine agent's own state has a column of its own.
+    const machines = actors.some((a) => a.machine);
+    const header = ['ACTOR', 'KIND', 'BRAIN', 'STATE', 'STATUS', 'RESTARTS', 'INBOX', 'CURSOR', ...(machines ? ['MACHINE'] : [])];
+    const rows = actors.map((a) => [a.id, a.kind, a.brain, stateText(a), a.status, String(a.restarts), String(a.inboxDepth), String(a.cursor), ...(machines ? [a.machine ?? '-'] : [])]);
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const paint = painter(io.colour?.out ?? false);
     const cell = (c: string, i: number, row: number) => {
