@@ -7,6 +7,6 @@
  * });
  */
 export { defineBrain, type ModuleContext, type ModuleHandler } from './brains/define.ts';
-export type { AgentIdentity, BrainInput, BrainOutput, Draft, JsonValue, TimerRequest, DurableTimer } from './brains/types.ts';
+export type { AgentIdentity, BrainInput, BrainOutput, Draft, JsonValue, TimerRequest, DurableTimer, MachineView, MachineStep } from './brains/types.ts';
 export type { HiveMessage, Act } from './protocol/message.ts';
 export type { MemoryAccess } from './memory/tool.ts';

@@ -7,7 +7,7 @@ export { createHive, type Hive, type CreateHiveOptions } from './hive.ts';
 export { defineConfig, parseConfig, type HiveConfig, type HiveConfigInput, type BrainSpec, type AgentConfig } from './config/schema.ts';
 export { loadConfig } from './config/load.ts';
 export { defineBrain, type ModuleHandler, type ModuleContext } from './brains/define.ts';
-export type { Brain, BrainInput, BrainOutput, BrainTurn, Draft, TimerRequest, AgentIdentity, JsonValue, DurableTimer } from './brains/types.ts';
+export type { Brain, BrainInput, BrainOutput, BrainTurn, Draft, TimerRequest, AgentIdentity, JsonValue, DurableTimer, MachineView, MachineStep } from './brains/types.ts';
 export type { ConversationView, TranscriptEvent, ChatMessage, RestoreMode, SessionCaps } from './session/types.ts';
 export {
   HiveMessageSchema,

@@ -71,7 +71,8 @@ export interface ReplyArgs<C = any> {
 /** An action for `actions:` (an XState `emit` of a `hive.send` event). */
 export type HiveAction = never;
 
-type Text<A> = string | ((args: A) => string);
+/** A text, or a function of the transition's context and event that returns it. */
+export type Text<A> = string | ((args: A) => string);
 type Extra = Partial<Omit<HiveSendEvent, 'type'>>;
 
 function textOf<A>(text: Text<A>, args: A): string {
@@ -122,6 +123,28 @@ export function hiveAsk<A extends ActionArgs = ActionArgs>(body: Text<A>, extra:
     needs_human: true,
     body: textOf(body, args),
   })) as never) as never;
+}
+
+/**
+ * Withdraws this agent's open questions in a conversation (it moved on: a default taken):
+ * they leave `hive ask` and the inspector, and a late answer is refused with the reason.
+ * The conversation defaults to the current event's message's.
+ */
+export function hiveWithdraw<A extends ActionArgs = ActionArgs>(options: { conversation?: string | ((args: A) => string); reason?: Text<A> } = {}): HiveAction {
+  return emit(((args: A) => {
+    const conversation = typeof options.conversation === 'function' ? options.conversation(args) : (options.conversation ?? args.event.message?.conversation);
+    if (!conversation) throw new Error(`hiveWithdraw() needs { conversation } on "${args.event.type}", which carries no message`);
+    return {
+      type: 'hive.send' as const,
+      to: 'god',
+      act: 'done' as Act,
+      subject: 'Withdrawn',
+      body: options.reason === undefined ? 'The question is withdrawn: the asker moved on.' : textOf(options.reason, args),
+      requires_reply: false,
+      in_reply_to: null,
+      conversation,
+    };
+  }) as never) as never;
 }
 
 /** Input of `hiveThink`: the prompt for the agent's provider. */

@@ -11,7 +11,7 @@ import { createMessage } from '../src/protocol/message.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { stableId } from '../src/protocol/ids.ts';
 
-const writer = { kind: 'module' as const, module: path.join(process.cwd(), 'scripts', 'demo', 'writer.ts') };
+const writer = { kind: 'machine' as const, module: path.join(process.cwd(), 'scripts', 'demo', 'writer.ts') };
 const inbox = (root: string, id: string) => readInbox(root, id, 0).entries.map((e) => e.message);
 const everything = (root: string, id: string) => listInbox(root, id).map((e) => readInboxEntry(root, id, e.name)!);
 

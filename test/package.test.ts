@@ -127,6 +127,54 @@ describe('the package in a consumer project', () => {
     }, 90_000);
   }
 
+  it("(esm) a machine agent built with the project's own xstate runs under hive start; the project and Hive share one xstate", async () => {
+    const dir = projects.esm;
+    // xstate is Hive's peer dependency: installed once, at the project's top level.
+    expect(fs.existsSync(path.join(dir, 'node_modules', 'xstate', 'package.json'))).toBe(true);
+    expect(fs.existsSync(path.join(dir, 'node_modules', NAME, 'node_modules', 'xstate'))).toBe(false);
+    const peer = JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', NAME, 'package.json'), 'utf8')).peerDependencies as Record<string, string>;
+    expect(peer.xstate).toMatch(/^\^5\./);
+    fs.writeFileSync(
+      path.join(dir, 'counter.ts'),
+      `import { assign, setup } from 'xstate';
+import { hiveReply, type HiveMachineEvent } from '${NAME}/machine';
+` +
+        `export default setup({ types: { context: {} as { n: number }, events: {} as HiveMachineEvent } }).createMachine({
+` +
+        `  initial: 'counting', context: { n: 0 },
+` +
+        `  states: { counting: { on: { 'hive.request': { actions: [assign({ n: ({ context }) => context.n + 1 }), hiveReply(({ context }) => \`machine count \${context.n}\`)] } } } },
+});
+`,
+    );
+    fs.writeFileSync(
+      path.join(dir, 'machine.config.ts'),
+      `import { defineConfig } from '${NAME}';
+export default defineConfig({ root: './machine-hive', audit: { enabled: false }, inspector: { enabled: false },
+  agents: [{ id: 'counter', brain: { kind: 'machine', module: './counter.ts' } }, { id: 'me', brain: { kind: 'external' } }] });
+`,
+    );
+    const child = spawn(process.execPath, [path.join(dir, 'node_modules', '.bin', 'hive'), 'start', '--config', 'machine.config.ts'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += String(d)));
+    child.stderr.on('data', (d) => (err += String(d)));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const until = async (check: () => boolean, what: string) => {
+      const end = Date.now() + 30_000;
+      while (!check()) {
+        if (Date.now() > end || child.exitCode !== null) throw new Error(`${what}: ${out}\n${err}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    await until(() => out.includes('hive ready'), 'the ready line');
+    for (const body of ['one', 'two']) hive(dir, ['send', '--root', 'machine-hive', '--from', 'me', '--to', 'counter', '--act', 'request', '--body', body]);
+    await until(() => out.includes('machine count 2'), "the machine's second reply");
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(JSON.parse(hive(dir, ['status', '--root', 'machine-hive', '--json'])).actors.find((a: { id: string }) => a.id === 'counter').machine).toBe('counting');
+  }, 90_000);
+
   it('a strict TypeScript consumer type-checks against the shipped declarations, with public imports only', () => {
     const dir = projects.esm;
     fs.writeFileSync(
@@ -167,7 +215,7 @@ void [entry, rows, open, seen, brain, t, m, writeOutbox, runChaos as (o: never) 
 describe('the public surface', () => {
   /** Every export of each entry's declarations, with whether it is a value or only a type. */
   function surface(): Record<string, string[]> {
-    const entries = { '.': 'index', './brain': 'brain', './low-level': 'low-level', './chaos': 'chaos' };
+    const entries = { '.': 'index', './brain': 'brain', './machine': 'machine', './low-level': 'low-level', './chaos': 'chaos' };
     const files = Object.values(entries).map((e) => path.join(REPO, 'dist', 'src', `${e}.d.ts`));
     const program = ts.createProgram(files, { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, types: ['node'], skipLibCheck: true });
     const checker = program.getTypeChecker();
@@ -186,7 +234,7 @@ describe('the public surface', () => {
   }
 
   it('names every type a public signature reaches (a consumer can write down what it is handed)', () => {
-    const files = ['index', 'brain', 'low-level', 'chaos'].map((e) => path.join(REPO, 'dist', 'src', `${e}.d.ts`));
+    const files = ['index', 'brain', 'machine', 'low-level', 'chaos'].map((e) => path.join(REPO, 'dist', 'src', `${e}.d.ts`));
     const program = ts.createProgram(files, { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, types: ['node'], skipLibCheck: true });
     const checker = program.getTypeChecker();
     const exported = new Set<ts.Symbol>();
@@ -201,7 +249,7 @@ describe('the public surface', () => {
       seen.add(t);
       const sym = t.aliasSymbol ?? t.getSymbol();
       const file = sym?.declarations?.[0]?.getSourceFile().fileName ?? '';
-      if (sym && !file.includes('/dist/')) return; // Node's and libraries' own types
+      if (sym && !file.startsWith(path.join(REPO, 'dist') + path.sep)) return; // Node's and libraries' own types (xstate's too)
       if (sym && sym.flags & named && !exported.has(sym)) unnamed.add(`${sym.name} (${via})`);
       if (t.isUnionOrIntersection()) for (const u of t.types) visit(u, via, depth + 1);
       for (const p of t.getProperties()) {

@@ -9,7 +9,7 @@ import { runHive } from './helpers/fixture.ts';
 import { readInbox } from '../src/queue/inbox.ts';
 import { startInspector } from '../src/inspector/server.ts';
 
-const writer = { kind: 'module' as const, module: path.join(process.cwd(), 'scripts', 'demo', 'writer.ts') };
+const writer = { kind: 'machine' as const, module: path.join(process.cwd(), 'scripts', 'demo', 'writer.ts') };
 const before = process.env.HIVE_DEMO_WAIT_MS;
 beforeAll(() => {
   process.env.HIVE_DEMO_WAIT_MS = '800'; // the writer's default comes after 0.8 s (its workers read it)
