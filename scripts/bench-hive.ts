@@ -1,6 +1,8 @@
 // npm run bench:hive — end-to-end figures of a running hive, printed as JSON.
 //  - delivery latency: outbox write durable → recipient actor has handled it (committed)
 //  - request/reply pairs per second at saturation (8 echo agents)
+//  - the same two for 8 echo agents written as XState machines (brain kind "machine"),
+//    measured in interleaved rounds beside the built-in echo
 //  - worker spawn time, RSS per agent, cold start to ready with 100 agents
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,11 +23,14 @@ const SATURATION_ROUNDS = Math.max(1, Number(process.env.BENCH_SATURATION_ROUNDS
 const COLD_AGENTS = Number(process.env.BENCH_COLD_AGENTS ?? 100);
 const base = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'hive-bench-'));
 
-function config(root: string, agents: number) {
+const ECHO_MACHINE = path.join(HERE, 'bench', 'echo-machine.ts');
+
+function config(root: string, agents: number, brain: 'echo' | 'machine' = 'echo') {
+  const spec = brain === 'echo' ? { kind: 'echo' as const } : { kind: 'machine' as const, module: ECHO_MACHINE };
   return {
     root,
     agents: [
-      ...Array.from({ length: agents }, (_, i) => ({ id: `echo-${i}`, brain: { kind: 'echo' as const } })),
+      ...Array.from({ length: agents }, (_, i) => ({ id: `echo-${i}`, brain: spec })),
       { id: 'client', brain: { kind: 'external' as const } },
     ],
   };
@@ -155,15 +160,35 @@ const fresh = await latency(small);
 // with a load client in its own process (it shares the two cores and the disk: when its
 // last write and the last reply are close, it set the pace), then latency again. The
 // fresh-hive figures and the warm-up round are printed beside them.
+// The same 8 echo agents as machines, in a hive of their own, measured round for round
+// beside the built-in echo (the disk's speed drifts: only interleaved figures compare).
+const machines = createHive(config(path.join(base, 'machines'), 8, 'machine'));
+await machines.start();
+await latency(machines);
 const warmUp = await backlog(small, SATURATION, 0);
+const machineWarmUp = await backlog(machines, SATURATION, 100);
 const drains: Awaited<ReturnType<typeof backlog>>[] = [];
-for (let i = 1; i <= SATURATION_ROUNDS; i++) drains.push(await backlog(small, SATURATION, i));
+const machineDrains: Awaited<ReturnType<typeof backlog>>[] = [];
+for (let i = 1; i <= SATURATION_ROUNDS; i++) {
+  drains.push(await backlog(small, SATURATION, i));
+  machineDrains.push(await backlog(machines, SATURATION, 100 + i));
+}
 const pairsPerSecond = drains.map((r) => r.pairsPerSecond);
+const machinePairsPerSecond = machineDrains.map((r) => r.pairsPerSecond);
 const rounds: Awaited<ReturnType<typeof saturation>>[] = [];
 for (let i = 0; i < SATURATION_ROUNDS; i++) rounds.push(await saturation(small, SATURATION));
 const clientPairsPerSecond = rounds.map((r) => r.pairsPerSecond);
 const sat = rounds.find((r) => r.pairsPerSecond === median(clientPairsPerSecond)) ?? rounds[0]!;
 const lat = await latency(small);
+const machineLat = await latency(machines);
+// A second pass of each, the other way round: neither always runs right after the saturation rounds.
+const machineLat2 = await latency(machines);
+const lat2 = await latency(small);
+lat.handledMs.push(...lat2.handledMs);
+lat.roundTripMs.push(...lat2.roundTripMs);
+machineLat.handledMs.push(...machineLat2.handledMs);
+machineLat.roundTripMs.push(...machineLat2.roundTripMs);
+await machines.close();
 const spawn = await spawnTimes(small, 5);
 await small.close();
 
@@ -179,6 +204,7 @@ const rssAfter = process.memoryUsage().rss;
 await big.close();
 
 const handled = summarize(lat.handledMs);
+const machineHandled = summarize(machineLat.handledMs);
 const result = {
   benchmark: 'hive',
   machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version, totalMemGiB: round(os.totalmem() / 2 ** 30, 1) },
@@ -206,6 +232,15 @@ const result = {
       clientSendMs: round(sat.clientSendMs, 0),
       lastReplyMs: round(sat.elapsedMs, 0),
     },
+  },
+  machineAgents: {
+    what: 'the same 8 echo agents written as XState machines (scripts/bench/echo-machine.ts), rounds interleaved with the built-in echo',
+    requestReplyPairsPerSecond: { median: round(median(machinePairsPerSecond), 0), rounds: machinePairsPerSecond.map((r) => round(r, 0)), warmUpRound: round(machineWarmUp.pairsPerSecond, 0) },
+    deliveryLatencyMs: machineHandled,
+    roundTripMs: summarize(machineLat.roundTripMs),
+    ratioToBuiltinEcho: round(median(machinePairsPerSecond) / median(pairsPerSecond), 2),
+    p50DeltaMs: round(machineHandled.p50 - handled.p50, 2),
+    targets: { atLeast0_8xEcho: median(machinePairsPerSecond) >= 0.8 * median(pairsPerSecond), p50Within1msOfEcho: machineHandled.p50 - handled.p50 <= 1 },
   },
   workerSpawnMs: summarize(spawn),
   coldStart: { agents: COLD_AGENTS, readyMs: round(coldStartMs, 0) },
