@@ -239,8 +239,12 @@ const result = {
     deliveryLatencyMs: machineHandled,
     roundTripMs: summarize(machineLat.roundTripMs),
     ratioToBuiltinEcho: round(median(machinePairsPerSecond) / median(pairsPerSecond), 2),
+    // Each machine round over the echo round right before it: the disk's drift between
+    // rounds (30-50 % within minutes) cancels out of a pair, not out of two medians.
+    pairedRatios: machinePairsPerSecond.map((m, i) => round(m / pairsPerSecond[i]!, 2)),
+    pairedRatioMedian: round(median(machinePairsPerSecond.map((m, i) => m / pairsPerSecond[i]!)), 2),
     p50DeltaMs: round(machineHandled.p50 - handled.p50, 2),
-    targets: { atLeast0_8xEcho: median(machinePairsPerSecond) >= 0.8 * median(pairsPerSecond), p50Within1msOfEcho: machineHandled.p50 - handled.p50 <= 1 },
+    targets: { atLeast0_8xEcho: median(machinePairsPerSecond.map((m, i) => m / pairsPerSecond[i]!)) >= 0.8, p50Within1msOfEcho: machineHandled.p50 - handled.p50 <= 1 },
   },
   workerSpawnMs: summarize(spawn),
   coldStart: { agents: COLD_AGENTS, readyMs: round(coldStartMs, 0) },

@@ -103,6 +103,27 @@ describe('machine agents under SIGKILL', () => {
     await kill(run);
   });
 
+  it('after(60 s) re-armed by entering its state again: the old deadline passes quietly, the new one fires once', async () => {
+    const root = await freshHive();
+    let run = await startHiveProcess(root, 1);
+    ask(root, 'm-0', 'arm');
+    await until(() => bodies(root, 'armed').length === 1, 'armed');
+    await kill(run);
+    run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '40000' });
+    ask(root, 'm-0', 'rearm'); // 40 s in: the deadline moves to 100 s
+    await until(() => bodies(root, 'rearmed').length === 1, 'rearmed');
+    await kill(run);
+    run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '65000' }); // past the first deadline only
+    await sleep(2_000);
+    expect(bodies(root, 'fired')).toHaveLength(0);
+    await kill(run);
+    run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '101000' });
+    await until(() => bodies(root, 'fired').length === 1, 'the moved deadline firing', 15_000);
+    await sleep(1_000);
+    expect(bodies(root, 'fired')).toHaveLength(1);
+    await kill(run);
+  });
+
   it('an invoked 2 s promise: killed during it, it runs again once after the restart; killed after its commit, never again', async () => {
     const root = await freshHive();
     const log = path.join(root, 'slow.log');

@@ -65,7 +65,8 @@ export class LiveMachine {
   private drafts: Draft[] = [];
   private recent: MachineStep[];
   private failure: unknown = null;
-  private now: number;
+  /** The turn's time (the agent's clock) and the wall clock then: a delay armed after an invocation counts from when it was armed. */
+  private base: { now: number; wall: number };
 
   constructor(
     xs: XStateRuntime,
@@ -75,7 +76,7 @@ export class LiveMachine {
     now: number,
     input: unknown,
   ) {
-    this.now = now;
+    this.base = { now, wall: Date.now() };
     this.rev = persisted?.rev ?? 0;
     this.recent = persisted?.recent ? [...persisted.recent] : [];
     this.actor = xs.createActor(machine, {
@@ -108,7 +109,7 @@ export class LiveMachine {
 
   /** Sends one event; an event the machine has no transition for is recorded as ignored and not sent. */
   deliver(event: { type: string }, now: number): { ignored: boolean; state: string } {
-    this.now = now;
+    this.base = { now, wall: Date.now() };
     const from = this.value();
     const snap = this.actor.getSnapshot();
     if (snap.status !== 'active' || (snap.can && !snap.can(event))) {
@@ -123,7 +124,7 @@ export class LiveMachine {
 
   /** Fires the delayed event a durable timer stands for; false when it is no longer pending. */
   fire(timerName: string, now: number): boolean {
-    this.now = now;
+    this.base = { now, wall: Date.now() };
     for (const [key, d] of this.delays) {
       if (this.timerName(d) !== timerName) continue;
       this.delays.delete(key);
@@ -163,7 +164,7 @@ export class LiveMachine {
   }
 
   /** What the turn commits: the messages emitted, the persisted snapshot, the delays to arm and cancel. */
-  outcome(before: Set<string>, fired: string | null): TurnOutcome {
+  outcome(before: Map<string, number>, fired: string | null): TurnOutcome {
     let persisted: JsonValue;
     let bad: string[];
     try {
@@ -183,23 +184,25 @@ export class LiveMachine {
       const target = this.pathOf(d.target);
       return source && target ? [{ source, target, id: d.id, event: JSON.parse(JSON.stringify(d.event)) as JsonValue, at: d.at }] : [];
     });
-    const names = new Set(delays.map((d) => this.timerName(d)));
+    // A delay armed anew under the same name (its state left and entered again) moves its timer.
+    const moved = (d: { at: number }, name: string) => before.has(name) && before.get(name) !== d.at;
+    const names = new Map(delays.map((d) => [this.timerName(d), d.at]));
     this.rev += 1;
     const drafts = this.drafts;
     this.drafts = [];
     return {
       drafts,
       state: { machine: 1, rev: this.rev, snapshot: persisted, delays, recent: this.recent },
-      schedule: delays.filter((d) => !before.has(this.timerName(d))).map((d) => ({ name: this.timerName(d), delayMs: Math.max(0, d.at - this.now) })),
-      cancel: [...before].filter((n) => !names.has(n) && n !== fired),
+      schedule: delays.filter((d) => !before.has(this.timerName(d)) || moved(d, this.timerName(d))).map((d) => ({ name: this.timerName(d), delayMs: Math.max(0, d.at - this.base.now) })),
+      cancel: [...before.keys()].filter((n) => n !== fired && (!names.has(n) || names.get(n) !== before.get(n))),
     };
   }
 
-  /** The timer names of the delays pending now. */
-  pendingTimers(): Set<string> {
-    return new Set([...this.delays.values()].flatMap((d) => {
+  /** The delays pending now: timer name → deadline. */
+  pendingTimers(): Map<string, number> {
+    return new Map([...this.delays.values()].flatMap((d) => {
       const source = this.pathOf(d.source);
-      return source ? [`${TIMER_PREFIX}${source}#${d.id}`] : [];
+      return source ? [[`${TIMER_PREFIX}${source}#${d.id}`, d.at] as const] : [];
     }));
   }
 
@@ -237,7 +240,7 @@ export class LiveMachine {
 
   private replaceScheduler(s: Scheduler): void {
     s.schedule = (source, target, event, delay, id = `d${Math.random().toString(36).slice(2)}`) => {
-      this.delays.set(`${source.sessionId}#${id}`, { source, target, event, id, at: this.now + Math.max(0, delay) });
+      this.delays.set(`${source.sessionId}#${id}`, { source, target, event, id, at: this.base.now + (Date.now() - this.base.wall) + Math.max(0, delay) });
     };
     s.cancel = (source, id) => {
       this.delays.delete(`${source.sessionId}#${id}`);

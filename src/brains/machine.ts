@@ -127,7 +127,7 @@ export async function createMachineBrain(o: MachineBrainOptions, env: MachineBra
     describe(state) {
       if (isMachineState(state)) return describeMachineState(state as MachineBrainState);
       // Nothing committed yet: the machine as it started.
-      return live ? describeMachineState({ machine: 1, rev: 0, snapshot: live.actor.getSnapshot() as never, delays: [], recent: [] }) : null;
+      return live ? describeMachineState({ machine: 1, rev: 0, snapshot: JSON.parse(JSON.stringify(live.actor.getPersistedSnapshot())) as JsonValue, delays: [], recent: [] }) : null;
     },
     async handle(turn: BrainTurn): Promise<BrainOutput> {
       const m = machineFor(turn.state, turn.now);
