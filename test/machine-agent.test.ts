@@ -123,6 +123,19 @@ describe('machine agents', () => {
     expect(inbox(hive.root, 'client')[0]!.body).toBe('count 1');
   });
 
+  it("an invocation that never settles is ended by the brain's timeoutMs: retried, then poison naming the invocation and the state", async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'm', brain: { ...counter, timeoutMs: 300 } }, client], supervisor: { poisonAfter: 2, brainRetries: 0, restart: { maxRestarts: 10 } } }));
+    const bad = await hive.send({ from: 'client', to: 'm', act: 'request', body: 'hang' });
+    await hive.send({ from: 'client', to: 'm', act: 'request', body: 'after' });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'the next request answered', 60_000);
+    const poison = listDeadLetters(hive.root).find((d) => d.reason?.code === 'E_POISON');
+    expect(poison?.name).toContain(bad.id);
+    expect(poison?.reason?.error).toMatch(/still running after 300 ms in state hanging/);
+    // Nothing of the hung turn was committed: the machine went on from where it was.
+    expect(inbox(hive.root, 'client')[0]!.body).toBe('count 1');
+    expect(machineState(hive.root, 'm').snapshot.value).toBe('counting');
+  });
+
   it('a module that exports no machine fails the agent at start, naming the module and the export', async () => {
     const root = path.join(tempDir(), 'hive');
     const broken = createHive(fastConfig({ root, agents: [{ id: 'm', brain: { kind: 'machine', module: path.join(FIXTURES, 'machines', 'not-a-machine.ts') } }] }));

@@ -74,10 +74,10 @@ describe('machine agents under SIGKILL', () => {
     // A minute and a bit later (the agents' clock skewed): due while the hive was down.
     run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '61000' });
     await until(() => bodies(root, 'fired').length === 1, 'the after transition firing at start', 15_000);
-    await sleep(1_500);
+    await sleep(500);
     await kill(run);
     run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '62000' });
-    await sleep(2_000);
+    await sleep(1_000);
     expect(bodies(root, 'fired')).toHaveLength(1);
     const state = machineState(root, 'm-0') as { snapshot: { value: string } };
     expect(state.snapshot.value).toBe('counting');
@@ -114,12 +114,12 @@ describe('machine agents under SIGKILL', () => {
     await until(() => bodies(root, 'rearmed').length === 1, 'rearmed');
     await kill(run);
     run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '65000' }); // past the first deadline only
-    await sleep(2_000);
+    await sleep(1_000);
     expect(bodies(root, 'fired')).toHaveLength(0);
     await kill(run);
     run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '101000' });
     await until(() => bodies(root, 'fired').length === 1, 'the moved deadline firing', 15_000);
-    await sleep(1_000);
+    await sleep(500);
     expect(bodies(root, 'fired')).toHaveLength(1);
     await kill(run);
   });
