@@ -24,7 +24,7 @@ export interface MachineBrainState {
 
 export const TIMER_PREFIX = 'xstate:';
 /** How many of the last events a machine agent's state keeps (the inspector lists them). */
-export const RECENT_KEPT = 20;
+export const RECENT_KEPT = 10;
 
 export function isMachineState(v: JsonValue | undefined): v is JsonValue & MachineBrainState {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && v.machine === 1 && typeof v.rev === 'number';
