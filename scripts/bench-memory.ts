@@ -3,6 +3,7 @@
 // the baseline of the munder-difflin design (a CLI process per search): what spawning a
 // trivial process costs here. Figures are medians of several rounds.
 import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -168,6 +169,10 @@ for (let r = 0; r < Math.max(3, ROUNDS); r++) {
 }
 await jobs.close();
 
+// ---- hive mcp: tool calls from an MCP client (the official SDK), server start excluded -----
+
+const mcp = await measureMcp();
+
 // ---- the munder-difflin baseline: one CLI process per search -----------------------------
 
 const spawnTrue: number[] = [];
@@ -207,9 +212,49 @@ const report = {
     spawnNodeMs: round(median(spawnNode), 1),
     queryVsSpawnTrue: `${round(median(spawnTrue) / queryP50, 1)}× faster than spawning /bin/true`,
   },
+  mcp: {
+    what: 'hive mcp for agent-000 over stdio, called by the SDK Client (start excluded): send_message writes one durable outbox file; get_memory runs the search above in the server process',
+    sendMessageP50Ms: round(mcp.send.p50),
+    sendMessageP99Ms: round(mcp.send.p99),
+    getMemoryP50Ms: round(mcp.memory.p50),
+    getMemoryP99Ms: round(mcp.memory.p99),
+    inProcessSearchP50Ms: round(queryP50),
+    targets: { sendMessageP50AtMost5ms: mcp.send.p50 <= 5, getMemoryP50AtMost10ms: mcp.memory.p50 <= 10 },
+  },
   node: process.version,
   cpus: os.availableParallelism(),
 };
 process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 if (process.env.BENCH_KEEP) process.stderr.write(`kept ${root}\n`);
 else fs.rmSync(base, { recursive: true, force: true });
+
+async function measureMcp(): Promise<{ send: { p50: number; p99: number }; memory: { p50: number; p99: number } }> {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  const { agentToken } = await import('../src/hooks/agent-token.ts');
+  const agent = 'agent-000';
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [path.join(path.dirname(fileURLToPath(import.meta.url)), 'hive.mjs'), 'mcp'],
+    env: { PATH: process.env.PATH ?? '', HIVE_ROOT: root, AGENT_ID: agent, HIVE_AGENT_TOKEN: agentToken(root, agent) },
+  });
+  const client = new Client({ name: 'bench', version: '1' });
+  await client.connect(transport);
+  const timed = async (calls: (() => Promise<unknown>)[]) => {
+    const lat: number[] = [];
+    for (const c of calls) {
+      const s0 = performance.now();
+      const r = (await c()) as { isError?: boolean; content?: { text: string }[] };
+      lat.push(performance.now() - s0);
+      if (r.isError) throw new Error(`tool call failed: ${r.content?.[0]?.text}`);
+    }
+    return lat;
+  };
+  const send = (i: number) => () => client.callTool({ name: 'send_message', arguments: { to: 'agent-001', act: 'inform', body: `bench ${i}` } });
+  const search = (q: string) => () => client.callTool({ name: 'get_memory', arguments: { query: q, limit: 5 } });
+  await timed([...Array.from({ length: 20 }, (_, i) => send(i)), ...queries.slice(0, 20).map(search)]); // warm up
+  const sendMs = await timed(Array.from({ length: 200 }, (_, i) => send(100 + i)));
+  const memoryMs = await timed(queries.map(search));
+  await client.close();
+  return { send: summarize(sendMs), memory: summarize(memoryMs) };
+}

@@ -175,6 +175,26 @@ export default defineConfig({ root: './machine-hive', audit: { enabled: false },
     expect(JSON.parse(hive(dir, ['status', '--root', 'machine-hive', '--json'])).actors.find((a: { id: string }) => a.id === 'counter').machine).toBe('counting');
   }, 90_000);
 
+  it('(esm) hive mcp from the installed bin serves its tools to the SDK client (the SDK is bundled: not installed)', async () => {
+    const dir = projects.esm;
+    expect(fs.existsSync(path.join(dir, 'node_modules', '@modelcontextprotocol'))).toBe(false);
+    hive(dir, ['init', '--root', 'mcp-hive']);
+    const token = (JSON.parse(hive(dir, ['token', 'god', '--root', 'mcp-hive', '--json'])) as { token: string }).token;
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+    const client = new Client({ name: 'consumer', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({ command: process.execPath, args: [path.join(dir, 'node_modules', '.bin', 'hive'), 'mcp'], cwd: dir, env: { PATH: process.env.PATH ?? '', HIVE_ROOT: 'mcp-hive', AGENT_ID: 'god', HIVE_AGENT_TOKEN: token } }),
+    );
+    try {
+      expect((await client.listTools()).tools).toHaveLength(8);
+      const r = (await client.callTool({ name: 'list_agents', arguments: {} })) as { content: { text: string }[] };
+      expect((JSON.parse(r.content[0]!.text) as { id: string }[]).map((a) => a.id)).toContain('god');
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
   it('a strict TypeScript consumer type-checks against the shipped declarations, with public imports only', () => {
     const dir = projects.esm;
     fs.writeFileSync(

@@ -32,6 +32,7 @@ const LOADERS: Record<string, () => Promise<Command>> = {
   diagram: async () => (await import('./commands/diagram.ts')).diagramCommand,
   memory: async () => (await import('./commands/memory.ts')).memoryCommand,
   'dead-letter': async () => (await import('./commands/dead-letter.ts')).deadLetterCommand,
+  mcp: async () => (await import('./commands/mcp.ts')).mcpCommand,
 };
 
 /** Two-word commands (`hive memory add ...`), loaded with their family. */
