@@ -6,7 +6,11 @@ import { AGENT_TOKEN_ENV, agentToken } from '../hooks/agent-token.ts';
 import type { BrainSpec } from '../config/schema.ts';
 import { buildPrompt, type ToolDescription } from './prompt.ts';
 import { parseBrainAnswer } from './reply.ts';
-import type { Brain, BrainOutput, BrainTurn } from './types.ts';
+import type { Brain, BrainOutput, BrainTurn, JsonValue } from './types.ts';
+import { PRESET, commandOf } from './presets.ts';
+import { installCliConfig } from './cli-install.ts';
+import { describeInput } from './prompt.ts';
+import { appendEvent } from '../log/event-log.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
 import { ProviderLedger, deathSignalPrefix, killGroup } from './provider-processes.ts';
 
@@ -66,18 +70,25 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
     HIVE_SOCK: env.hooksSock,
     [AGENT_TOKEN_ENV]: agentToken(env.root, env.agentId),
   };
-  const name = `Command \`${spec.command}\``;
+  const program = commandOf(spec);
+  const preset = spec.preset ? PRESET[spec.preset] : null;
+  const name = preset ? `${preset.title} (\`${program}\`, preset ${preset.name})` : `Command \`${program}\``;
+  if (preset) {
+    // The CLI's hooks run `hive hook`, its MCP server `hive mcp`: written into its working
+    // directory beside the user's own entries (src/brains/cli-install.ts).
+    installCliConfig({ preset: preset.name, cwd: spec.cwd ?? env.agentDir, root: env.root, agentId: env.agentId, hive: path.join(providerBinDir(), 'hive') });
+  }
 
-  async function run(prompt: string, vars: Record<string, string>): Promise<{ stdout: string; stderr: string; ms: number; exitCode: number }> {
+  async function run(prompt: string, vars: Record<string, string>, presetArgs: string[] | null = null): Promise<{ stdout: string; stderr: string; ms: number; exitCode: number }> {
     const controller = new AbortController();
     inflight.add(controller);
-    const viaArgs = spec.input === 'args';
+    const viaArgs = presetArgs === null && spec.input === 'args';
     const started = performance.now();
     let pid: number | undefined;
     try {
-      const args = fillArgs(spec.args ?? [], { ...vars, prompt }, viaArgs);
+      const args = presetArgs ? [...presetArgs, ...fillArgs(spec.args ?? [], { ...vars, prompt }, false)] : fillArgs(spec.args ?? [], { ...vars, prompt }, viaArgs);
       // Dies with the thread that starts it, in a process group of its own (see provider-processes.ts).
-      const child = execa(prefix[0] ?? spec.command, prefix.length > 0 ? [...prefix.slice(1), spec.command, ...args] : args, {
+      const child = execa(prefix[0] ?? program, prefix.length > 0 ? [...prefix.slice(1), program, ...args] : args, {
         detached: true,
         input: viaArgs ? '' : prompt,
         cwd: spec.cwd ?? env.agentDir,
@@ -105,7 +116,9 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
         throw new HiveError('E_UNAVAILABLE', `Cannot run ${name}: ${result.shortMessage ?? result.message}`, { details: { stderr, code: (result as { code?: string }).code ?? null } });
       }
       if (result.exitCode !== 0) {
-        throw new HiveError('E_BRAIN', `${name} exited with code ${result.exitCode}${stderr ? `: ${stderr.trim().slice(-500)}` : ''}`, { details: { stderr, exitCode: result.exitCode } });
+        throw new HiveError('E_BRAIN', `${name} exited with code ${result.exitCode}${stderr ? `: ${stderr.trim().slice(-500)}` : ''}`, {
+          details: { stderr, exitCode: result.exitCode, stdout: String(result.stdout ?? '').slice(-STDERR_KEEP) },
+        });
       }
       return { stdout: String(result.stdout ?? ''), stderr, ms, exitCode: 0 };
     } finally {
@@ -128,17 +141,71 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
     return answer;
   }
 
+  /**
+   * A turn of a preset CLI: its own session (the id it gave, kept per conversation in the
+   * brain state, so it is committed with the turn and follows the conversation through
+   * clear, archive and reopen) is resumed with only the new message; a CLI that says the
+   * session is gone gets the whole prompt again (the conversation's restore: history, tail
+   * brief or amnesia) in a new session, and the log says so.
+   */
+  async function presetTurn(turn: BrainTurn): Promise<BrainOutput> {
+    const p = preset!;
+    const key = turn.conversation?.key ?? 'default';
+    const state = (turn.state && typeof turn.state === 'object' && !Array.isArray(turn.state) ? turn.state : {}) as Record<string, JsonValue>;
+    const sessions = { ...((state.cliSessions ?? {}) as Record<string, string>) };
+    const vars = { agent_id: env.agentId, agent_name: env.agentName, message_id: turn.input.kind === 'message' ? turn.input.message.id : '' };
+    const attempt = async (resume: string | null) => {
+      const prompt = resume ? `# New message\n${describeInput(turn.input)}\n` : buildPrompt(turn, identity(), env.tools ?? []).text;
+      let r: Awaited<ReturnType<typeof run>>;
+      try {
+        r = await run(prompt, vars, p.args(resume));
+      } catch (err) {
+        const details = (err as { details?: { stderr?: string; stdout?: string } }).details;
+        const said = `${details?.stderr ?? ''}\n${details?.stdout ?? ''}\n${(err as Error).message}`;
+        if (resume && p.sessionLost(said)) return { lost: true as const };
+        throw err;
+      }
+      const answer = p.parse(r.stdout);
+      if (answer.isError && resume && p.sessionLost(answer.text)) return { lost: true as const };
+      if (answer.isError) throw new HiveError('E_BRAIN', `${name} reported an error: ${answer.text.slice(0, 500)}`, { details: { stderr: r.stderr } });
+      return { lost: false as const, answer, r, prompt, resumed: resume };
+    };
+    let done = await attempt(sessions[key] ?? null);
+    let lost: string | null = null;
+    if (done.lost) {
+      lost = sessions[key]!;
+      appendEvent(env.root, { type: 'brain.session-lost', agent: env.agentId, preset: p.name, session: lost, conversation: key });
+      delete sessions[key];
+      done = await attempt(null);
+      if (done.lost) throw new HiveError('E_BRAIN', `${name} lost a session it was not asked to resume`);
+    }
+    const out = parseBrainAnswer(done.answer.text, turn.input, 'text', name);
+    const id = done.answer.sessionId ?? done.resumed;
+    if (id) sessions[key] = id;
+    const own = out.state && typeof out.state === 'object' && !Array.isArray(out.state) ? out.state : {};
+    out.state = { ...state, ...own, cliSessions: sessions };
+    out.trace = [
+      ...(lost ? [{ kind: 'session-lost', session: lost }] : []),
+      { kind: 'prompt', chars: done.prompt.length, resumed: done.resumed },
+      { kind: 'process', command: program, exitCode: done.r.exitCode, ms: Math.round(done.r.ms) },
+      ...(done.r.stderr ? [{ kind: 'stderr', text: done.r.stderr }] : []),
+      { kind: 'output', text: done.r.stdout.slice(0, 20_000) },
+    ];
+    return out;
+  }
+
   return {
     kind: 'command',
     conversational: true,
     async handle(turn: BrainTurn): Promise<BrainOutput> {
+      if (preset) return presetTurn(turn);
       const prompt = buildPrompt(turn, identity(), env.tools ?? []);
       const vars = { agent_id: env.agentId, agent_name: env.agentName, message_id: turn.input.kind === 'message' ? turn.input.message.id : '' };
       const r = await run(prompt.text, vars);
       const out = parseBrainAnswer(r.stdout, turn.input, spec.output ?? 'text', name);
       out.trace = [
         { kind: 'prompt', chars: prompt.text.length },
-        { kind: 'process', command: spec.command, exitCode: r.exitCode, ms: Math.round(r.ms) },
+        { kind: 'process', command: program, exitCode: r.exitCode, ms: Math.round(r.ms) },
         ...(r.stderr ? [{ kind: 'stderr', text: r.stderr }] : []),
         { kind: 'output', text: r.stdout.slice(0, 20_000) },
       ];

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { BrainSpec } from '../config/schema.ts';
+import { PRESET, commandOf } from './presets.ts';
 
 /**
  * What can be known of a brain before its agent starts, checked in the main thread when the
@@ -13,8 +14,10 @@ export function brainProblem(brain: BrainSpec): string | null {
   if (brain.kind === 'module') return fileProblem(brain.module, 'brain module');
   if (brain.kind === 'machine') return fileProblem(brain.module, 'machine module') ?? (brain.provider ? brainProblem(brain.provider) : null);
   if (brain.kind === 'command') {
-    const found = findProgram(brain.command, brain.env?.PATH ?? process.env.PATH ?? '');
-    return typeof found === 'string' ? null : found.problem;
+    const found = findProgram(commandOf(brain), brain.env?.PATH ?? process.env.PATH ?? '');
+    if (typeof found === 'string') return null;
+    // A preset's CLI missing: say which CLI, which preset, and how to point at it.
+    return brain.preset ? `${PRESET[brain.preset].title} (preset ${brain.preset}): ${found.problem}; install it or set brain.command to its path` : found.problem;
   }
   return null;
 }

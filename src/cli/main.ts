@@ -33,6 +33,7 @@ const LOADERS: Record<string, () => Promise<Command>> = {
   memory: async () => (await import('./commands/memory.ts')).memoryCommand,
   'dead-letter': async () => (await import('./commands/dead-letter.ts')).deadLetterCommand,
   mcp: async () => (await import('./commands/mcp.ts')).mcpCommand,
+  doctor: async () => (await import('./commands/doctor.ts')).doctorCommand,
 };
 
 /** Two-word commands (`hive memory add ...`), loaded with their family. */

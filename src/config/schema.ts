@@ -6,6 +6,7 @@ import { HiveError, describeValue } from '../errors.ts';
 import { AGENT_ID_PATTERN, RESERVED_IDS, isAgentId } from '../protocol/agent-id.ts';
 import { ACTS } from '../protocol/message.ts';
 import { MemoryConfigSchema } from '../memory/config.ts';
+import { PRESETS, commandOf } from '../brains/presets.ts';
 
 /**
  * `hive.config.ts`: validated with zod. Every error names the config path
@@ -18,7 +19,10 @@ const positiveInt = z.number().int().positive();
 const commandBrain = z
     .object({
       kind: z.literal('command'),
-      command: z.string().min(1),
+      /** The program: a path, or a name on PATH. With a preset, the preset's program unless given. */
+      command: z.string().min(1).optional(),
+      /** An agent CLI Hive knows (docs/architecture.md, "Agent CLIs"): its invocation, output, resume flag and config files. */
+      preset: z.enum(PRESETS).optional(),
       args: z.array(z.string()).optional(),
       input: z.enum(['stdin', 'args']).optional(),
       output: z.enum(['text', 'json']).optional(),
@@ -85,7 +89,8 @@ export function resolveBrainPaths(brain: BrainSpec, configDir: string): BrainSpe
     return { ...brain, module: path.resolve(configDir, brain.module), ...(provider ? { provider } : {}) };
   }
   if (brain.kind === 'command') {
-    const command = brain.command.includes('/') ? path.resolve(configDir, brain.command) : brain.command;
+    const named = commandOf(brain);
+    const command = named.includes('/') ? path.resolve(configDir, named) : named;
     return { ...brain, command, ...(brain.cwd !== undefined ? { cwd: path.resolve(configDir, brain.cwd) } : {}) };
   }
   return brain;
@@ -291,6 +296,10 @@ export const HiveConfigSchema = z
         ctx.addIssue({ code: 'custom', path: ['agents', i, 'id'], message: `a unique id (agents[${seen.get(a.id)}] is also "${a.id}")` });
       }
       seen.set(a.id, i);
+      const b = a.brain;
+      if (b.kind === 'command' && !b.command && !b.preset) {
+        ctx.addIssue({ code: 'custom', path: ['agents', i, 'brain', 'command'], message: `a command (a path, or a program on PATH) or a preset (${PRESETS.join(', ')})` });
+      }
     });
   });
 

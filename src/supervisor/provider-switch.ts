@@ -1,4 +1,10 @@
-import { readRegistry, updateRegistry } from '../registry/registry.ts';
+import path from 'node:path';
+import { uninstallCliConfig } from '../brains/cli-install.ts';
+import type { PresetName } from '../brains/presets.ts';
+import { providerBinDir } from '../package-files.ts';
+import { agentPaths } from '../layout/paths.ts';
+import { errorMessage } from '../errors.ts';
+import { readRegistry, updateRegistry, type RegistryEntry } from '../registry/registry.ts';
 import type { BrainSpec } from '../config/schema.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { godNotice } from '../agent/compose.ts';
@@ -42,9 +48,22 @@ export async function archiveRemovedAgents(ctx: SupervisorContext): Promise<void
   // (the new live session is empty, so nothing is archived twice).
   for (const e of removed) {
     const session = await archiveSession(ctx.root, e.id, 'agent removed from the config', ctx.config.sessions.archiveEntries);
+    removeCliConfig(ctx.root, e);
     await updateRegistry(ctx.root, (r) => {
       if (r.agents[e.id]) r.agents[e.id]!.status = 'archived';
     });
     appendEvent(ctx.root, { type: 'agent.archived', agent: e.id, reason: 'removed from the config', session: session?.key ?? null });
+  }
+}
+
+/** A preset agent's hook and MCP entries leave its CLI's working directory with it (the user's own stay). */
+function removeCliConfig(root: string, e: RegistryEntry): void {
+  const brain = e.brain as { kind?: string; preset?: PresetName; cwd?: string } | undefined;
+  if (brain?.kind !== 'command' || !brain.preset) return;
+  try {
+    const changed = uninstallCliConfig({ preset: brain.preset, cwd: brain.cwd ?? agentPaths(root, e.id).dir, root, agentId: e.id, hive: path.join(providerBinDir(), 'hive') });
+    appendEvent(root, { type: 'agent.cli-config-removed', agent: e.id, preset: brain.preset, files: changed });
+  } catch (err) {
+    appendEvent(root, { type: 'agent.cli-config-remove-failed', agent: e.id, error: errorMessage(err) });
   }
 }

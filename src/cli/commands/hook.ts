@@ -48,6 +48,9 @@ function readEvent(stdin: NodeJS.ReadableStream, deadlineMs: number): Promise<st
   });
 }
 
+/** Gemini CLI's hook events under the names the hooks socket knows. */
+const GEMINI_EVENTS: Record<string, string> = { BeforeTool: 'PreToolUse', AfterTool: 'PostToolUse', AfterAgent: 'Stop' };
+
 export const hookCommand: Command = {
   name: 'hook',
   summary: 'the shim an agent CLI runs as its hook: forwards the event on stdin to HIVE_SOCK, prints the answer (never blocks > 5 s)',
@@ -67,6 +70,9 @@ export const hookCommand: Command = {
     }
     const name = str(args, 'event');
     if (name) event.hook_event_name = name;
+    // Gemini CLI names its hook events its own way; the socket speaks Claude Code's names.
+    const alias = typeof event.hook_event_name === 'string' ? GEMINI_EVENTS[event.hook_event_name] : undefined;
+    if (alias) event.hook_event_name = alias;
     event.agent_id ??= str(args, 'agent') ?? io.env.AGENT_ID;
     const token = str(args, 'token') ?? io.env[AGENT_TOKEN_ENV];
     if (token !== undefined) event.agent_token ??= token;
