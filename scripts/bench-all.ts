@@ -75,6 +75,11 @@ const rows: [string, string, string][] = [
   ['request/reply pairs at saturation (8 echo agents, a durable backlog, median of rounds)', `${h.requestReplyPairsPerSecond?.median ?? '?'} /s${range('bench-hive.ts', (r) => r.requestReplyPairsPerSecond?.median)} (${h.requestReplyPairsPerSecond?.ratioToRawDurableWrite ?? '?'}× raw)`, '≥ 1,000 /s'],
   [`  the warm-up round (fresh hive, ${h.requestReplyPairsPerSecond?.warmUpRound?.requests ?? '?'} requests)`, `${h.requestReplyPairsPerSecond?.warmUpRound?.perSecond ?? '?'} /s${range('bench-hive.ts', (r) => r.requestReplyPairsPerSecond?.warmUpRound?.perSecond)}`, '—'],
   ['  with a load client process writing the requests meanwhile', `${h.requestReplyPairsPerSecond?.withLoadClient?.median ?? '?'} /s${range('bench-hive.ts', (r) => r.requestReplyPairsPerSecond?.withLoadClient?.median)}`, '—'],
+  [
+    '8 echo agents written as XState machines, rounds interleaved with the built-in echo',
+    `${h.machineAgents?.requestReplyPairsPerSecond?.median ?? '?'} pairs/s (paired ratio ${h.machineAgents?.pairedRatioMedian ?? '?'}× echo), delivery p50 ${h.machineAgents?.deliveryLatencyMs?.p50 ?? '?'} ms (${h.machineAgents?.p50DeltaMs ?? '?'} ms over echo)`,
+    '≥ 0.8× echo, p50 within 1 ms',
+  ],
   ['worker spawn', `p50 ${h.workerSpawnMs?.p50 ?? '?'} ms`, '—'],
   ['cold start, 100 agents (one worker each)', `${h.coldStart?.readyMs ?? '?'} ms${range('bench-hive.ts', (r) => r.coldStart?.readyMs)}`, '≤ 10 s'],
   ['RSS per agent (one worker each)', `${h.rssPerAgentMB ?? '?'} MB`, '≤ 30 MB'],
@@ -95,6 +100,10 @@ if (m && !m.error && m.query) {
   rows.push(['memory search, 100 agents × 100 KiB', `p50 ${m.query.p50Ms} ms, p99 ${m.query.p99Ms} ms (spawning /bin/true: ${m.baseline?.spawnTrueMs} ms)`, 'p50 ≤ 5, p99 ≤ 20 ms']);
   rows.push(['memory re-mine after one file changed', `${m.remine?.oneFileChangedMs} ms`, '≤ 100 ms']);
   rows.push(['memory indexing', `${m.indexing?.wingsMbPerSecond} MB/s (wings), ${m.indexing?.mbPerSecond} MB/s with the snapshot`, '—']);
+  if (m.mcp) {
+    rows.push(['hive mcp send_message (SDK client over stdio)', `p50 ${m.mcp.sendMessageP50Ms} ms, p99 ${m.mcp.sendMessageP99Ms} ms`, 'p50 ≤ 5 ms']);
+    rows.push(['hive mcp get_memory, 100 agents × 100 KiB', `p50 ${m.mcp.getMemoryP50Ms} ms, p99 ${m.mcp.getMemoryP99Ms} ms (in-process search p50 ${m.mcp.inProcessSearchP50Ms} ms)`, 'p50 ≤ 10 ms']);
+  }
 }
 
 const machine = { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', totalMemGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10, node: process.version, platform: `${os.platform()} ${os.release()}` };
