@@ -73,6 +73,30 @@ describe('machine agents', () => {
     expect(none.stderr).toContain('agent client has no machine of its own');
   });
 
+  it("an after on the machine's first state, armed before any message, fires once; a restart does not fire it again", async () => {
+    const root = path.join(tempDir(), 'hive');
+    const sentinel = { kind: 'machine' as const, module: path.join(FIXTURES, 'machines', 'sentinel.ts') };
+    let hive = await startHive(fastConfig({ root, agents: [{ id: 's', brain: sentinel }, client] }));
+    await waitFor(hive, () => inbox(root, 'client').length === 1, 'the first state\'s after', 15_000);
+    expect(inbox(root, 'client')[0]!.body).toBe('awake');
+    await waitFor(hive, () => (readStateFile(root, 's')?.snapshot.context.brainState as { snapshot?: { value?: unknown } } | undefined)?.snapshot?.value === 'awake', 'the commit');
+    await hive.close();
+    hive = await startHive(fastConfig({ root, agents: [{ id: 's', brain: sentinel }, client] }));
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(inbox(root, 'client')).toHaveLength(1);
+    expect(readStateFile(root, 's')!.snapshot.context.timers).toEqual([]);
+  });
+
+  it("a provider that fails inside hiveThink is retried in place like any brain's, not poison: the turn commits once it answers", async () => {
+    const thinker = { kind: 'machine' as const, module: path.join(FIXTURES, 'machines', 'thinker.ts'), provider: { kind: 'command' as const, command: process.execPath, args: [path.join(FIXTURES, 'cli', 'flaky.mjs')] } };
+    const hive = await startHive(fastConfig({ agents: [{ id: 't', brain: thinker }, client], supervisor: { poisonAfter: 1 } }));
+    await hive.send({ from: 'client', to: 't', act: 'request', body: 'wombat' });
+    await waitFor(hive, () => inbox(hive.root, 'client').length === 1, 'the answer after the retry');
+    expect(inbox(hive.root, 'client')[0]!.body).toBe('recovered | memories: 0');
+    expect(listDeadLetters(hive.root)).toEqual([]);
+    expect(readLog(hive.root).filter((e) => e.type === 'brain.failed' && e.agent === 't')).toMatchObject([{ code: 'E_BRAIN', attempt: 1 }]);
+  });
+
   it('a worker crash restores state value, context and a spawned child in a new thread', async () => {
     const hive = await startHive(fastConfig({ agents: [{ id: 'm', brain: counter }, client] }));
     for (const body of ['spawn', 'ping-kid', 'ping-kid', 'arm']) await hive.send({ from: 'client', to: 'm', act: 'request', body });
@@ -84,11 +108,12 @@ describe('machine agents', () => {
     expect(hive.supervisor.threadOf('m')).not.toBe(before);
     await hive.send({ from: 'client', to: 'm', act: 'request', body: 'ping-kid' });
     await waitFor(hive, () => inbox(hive.root, 'client').length === 5, 'the reply after the crash');
-    // 'ping-kid' in state armed is a plain count: the machine resumed in armed, with its count.
-    expect(inbox(hive.root, 'client').at(-1)!.body).toBe('count 5 (armed)');
+    // The machine resumed in armed, and its child answers a ping: it counts 3 now.
+    expect(inbox(hive.root, 'client').at(-1)!.body).toBe('pinged (armed)');
     const s = machineState(hive.root, 'm').snapshot;
     expect(s.value).toBe('armed');
-    expect(s.children.kid!.snapshot.context.pings).toBe(2);
+    expect(s.context.count).toBe(5);
+    expect(s.children.kid!.snapshot.context.pings).toBe(3);
   });
 
   it('an event the machine does not handle is logged with its state, not lost: the cursor moves on', async () => {

@@ -45,8 +45,14 @@ describe('hive mcp', () => {
       expect(tools).toEqual(['ack', 'ask_human', 'check_inbox', 'get_memory', 'list_agents', 'next_message', 'remember', 'send_message']);
       const sent = (await call(client, 'send_message', { to: 'echo', act: 'request', body: 'ping over mcp' })).value as { id: string };
       await waitFor(hive, () => readInbox(hive.root, 'cli', 0).entries.some((e) => e.message.in_reply_to === sent.id), 'the echo reply');
-      const inbox = (await call(client, 'check_inbox')).value as { messages: { seq: number; message: { body: string; from: string } }[] };
+      const inbox = (await call(client, 'check_inbox')).value as { messages: { seq: number; message: { id: string; body: string; from: string; hops: number; conversation: string } }[] };
       expect(inbox.messages.map((m) => [m.message.from, m.message.body])).toEqual([['echo', 'ping over mcp']]);
+      // A reply over MCP joins the conversation and counts a hop, as a brain's reply does.
+      const echoed = inbox.messages[0]!.message;
+      const back = (await call(client, 'send_message', { to: 'echo', act: 'inform', body: 'thanks', in_reply_to: echoed.id })).value as { id: string; conversation: string };
+      expect(back.conversation).toBe(echoed.conversation);
+      await waitFor(hive, () => readInbox(hive.root, 'echo', 0).entries.some((e) => e.message.id === back.id), 'the reply at echo');
+      expect(readInbox(hive.root, 'echo', 0).entries.find((e) => e.message.id === back.id)!.message.hops).toBe(echoed.hops + 1);
       const agents = (await call(client, 'list_agents')).value as { id: string; brain: string }[];
       expect(agents.map((a) => a.id)).toEqual(expect.arrayContaining(['cli', 'echo', 'god']));
       // get_memory and remember: an entry written through the tool is found by the search.

@@ -95,10 +95,13 @@ describe('agent CLI presets', () => {
     fs.writeFileSync(path.join(t.cwd, '.mcp.json'), JSON.stringify(mineMcp));
     let hive = await startHive(t.config());
     const settings = JSON.parse(fs.readFileSync(path.join(t.cwd, '.claude', 'settings.json'), 'utf8'));
-    expect(settings.permissions).toEqual(mine.permissions);
+    // `-p` approves nothing by itself: the project's hive server is enabled and its tools allowed, beside the user's rules.
+    expect(settings.permissions).toEqual({ allow: ['Bash(ls)', 'mcp__hive'] });
+    expect(settings.enabledMcpjsonServers).toEqual(['hive']);
     expect(Object.keys(settings.hooks).sort()).toEqual(['Notification', 'PostToolUse', 'PreToolUse', 'SessionStart', 'Stop']);
     expect(settings.hooks.Stop[0]).toEqual(mine.hooks.Stop[0]);
     expect(settings.hooks.Stop[1].hooks[0].command).toMatch(/hive" hook --agent coder$/);
+    // hive doctor: the CLI found, every entry in place.
     const mcp = JSON.parse(fs.readFileSync(path.join(t.cwd, '.mcp.json'), 'utf8'));
     expect(mcp.mcpServers.other).toEqual(mineMcp.mcpServers.other);
     expect(mcp.mcpServers.hive).toMatchObject({ args: ['mcp'], env: { HIVE_ROOT: t.root, AGENT_ID: 'coder', HIVE_AGENT_TOKEN: '${HIVE_AGENT_TOKEN}' } });

@@ -113,8 +113,11 @@ export class AgentActor {
     sweepProviders(this.o.root, this.id);
     const restored = await this.runStep(() => restoreAgentState(this.o.root, this.id, this.o.settings.doneCap));
     this.restoredFrom = restored.from;
-    // The brain checks the committed state fits it (a machine agent restores its machine).
-    await this.o.brain.restore?.(restored.context.brainState, this.clock.now());
+    // The brain checks the committed state fits it (a machine agent restores its machine),
+    // and may ask for timers armed as it started.
+    const startNow = this.clock.now();
+    const armed = (await this.o.brain.restore?.(restored.context.brainState, startNow)) ?? [];
+    if (armed.length > 0) restored.context.timers = nextTimers(this.id, { kind: 'timer', timer: { id: 'start', name: 'start', at: startNow, payload: null } }, restored.context.timers, armed, [], startNow);
     // What the restore had to finish of the last commit (the crash-window tests read it).
     appendEvent(this.o.root, { type: 'actor.restored', agent: this.id, from: restored.from, commit: restored.commit, cursor: restored.context.cursor, reemitted: restored.reemitted, moved: restored.moved });
     if (this.o.brain.conversational) {

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { HiveError } from '../errors.ts';
 import type { PresetName } from './presets.ts';
 
@@ -31,6 +32,8 @@ const CLAUDE_HOOKS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'Stop', 'Noti
 const GEMINI_HOOKS = ['SessionStart', 'BeforeTool', 'AfterTool', 'AfterAgent', 'Notification'] as const;
 const TOOL_EVENTS = new Set(['PreToolUse', 'PostToolUse', 'BeforeTool', 'AfterTool']);
 const MCP_NAME = 'hive';
+/** Claude Code's permission rule for every tool of the `hive` MCP server. */
+const CLAUDE_ALLOW = 'mcp__hive';
 const BLOCK_START = '# >>> hive-runtime: managed by Hive (removed when the agent is archived)';
 const BLOCK_END = '# <<< hive-runtime';
 
@@ -63,7 +66,7 @@ function writeKeepingMode(file: string, text: string): void {
   } catch {
     // new file
   }
-  const tmp = `${file}.hive-${process.pid}.tmp`;
+  const tmp = `${file}.hive-${process.pid}-${threadId}-${Math.random().toString(36).slice(2)}.tmp`;
   fs.writeFileSync(tmp, text, { mode });
   fs.renameSync(tmp, file);
 }
@@ -88,6 +91,21 @@ function ourHookPattern(t: InstallTarget): RegExp {
 
 function mcpEntry(t: InstallTarget, tokenRef: string): Json {
   return { command: t.hive, args: ['mcp'], env: { HIVE_ROOT: t.root, AGENT_ID: t.agentId, HIVE_AGENT_TOKEN: tokenRef } };
+}
+
+function addTo(o: Json, key: string, value: string): void {
+  const list = Array.isArray(o[key]) ? (o[key] as unknown[]) : [];
+  if (!list.includes(value)) list.push(value);
+  o[key] = list;
+}
+
+function removeFrom(o: Json, key: string, value: string): boolean {
+  const list = o[key];
+  if (!Array.isArray(list) || !list.includes(value)) return false;
+  const kept = list.filter((v) => v !== value);
+  if (kept.length === 0) delete o[key];
+  else o[key] = kept;
+  return true;
 }
 
 /** Hook entries (Claude Code's and Gemini CLI's shape): ours is the one whose command runs `hive hook --agent ID`. */
@@ -116,8 +134,13 @@ function removeHooks(settings: Json, ours: RegExp): boolean {
   let changed = false;
   for (const [event, list] of Object.entries(hooks)) {
     if (!Array.isArray(list)) continue;
-    const kept = list.filter((g) => !isOurHook(g, ours));
-    if (kept.length !== list.length) changed = true;
+    // Only Hive's hook leaves a group; a user's hook added to the same group stays.
+    const kept = list.flatMap((g) => {
+      if (!isOurHook(g, ours)) return [g];
+      changed = true;
+      const left = (g as { hooks: { command?: unknown }[] }).hooks.filter((h) => !(typeof h.command === 'string' && ours.test(h.command)));
+      return left.length > 0 ? [{ ...(g as Json), hooks: left }] : [];
+    });
     if (kept.length === 0) delete hooks[event];
     else hooks[event] = kept;
   }
@@ -133,7 +156,13 @@ function isOurMcp(entry: unknown, t: InstallTarget): boolean {
 function mergeMcp(settings: Json, t: InstallTarget, tokenRef: string, file: string): InstalledEntry {
   const servers = (settings.mcpServers && typeof settings.mcpServers === 'object' ? settings.mcpServers : {}) as Record<string, unknown>;
   if (servers[MCP_NAME] !== undefined && !isOurMcp(servers[MCP_NAME], t)) {
-    throw new HiveError('E_BAD_CONFIG', `${file} already has an MCP server named "${MCP_NAME}" that is not Hive's: Hive will not overwrite it; rename it and start the agent again`);
+    const other = (servers[MCP_NAME] as { env?: { AGENT_ID?: unknown } } | null)?.env?.AGENT_ID;
+    throw new HiveError(
+      'E_BAD_CONFIG',
+      typeof other === 'string'
+        ? `${file} already has Hive's MCP server for agent "${other}": two agents cannot share one working directory (${t.cwd}); give "${t.agentId}" a cwd of its own`
+        : `${file} already has an MCP server named "${MCP_NAME}" that is not Hive's: Hive will not overwrite it; rename it and start the agent again`,
+    );
   }
   servers[MCP_NAME] = mcpEntry(t, tokenRef);
   settings.mcpServers = servers;
@@ -166,7 +195,8 @@ function withoutBlock(text: string): string {
   const start = text.indexOf(BLOCK_START);
   if (start < 0) return text;
   const end = text.indexOf(BLOCK_END, start);
-  const after = end < 0 ? text.length : end + BLOCK_END.length;
+  if (end < 0) return text; // its end marker edited away: what follows may be the user's, left alone
+  const after = end + BLOCK_END.length;
   return `${text.slice(0, start).replace(/\n+$/, '\n')}${text.slice(after).replace(/^\n+/, '')}`.replace(/^\n$/, '');
 }
 
@@ -192,12 +222,15 @@ export function installCliConfig(t: InstallTarget): InstalledEntry[] {
     const [settingsFile, mcpFile] = configFiles('claude', t.cwd) as [string, string];
     const settings = readJson(settingsFile);
     const hooks = mergeHooks(settings, CLAUDE_HOOKS, t, settingsFile);
+    // `-p` asks no one: the project's `hive` server must be approved and its tools allowed.
+    addTo(settings, 'enabledMcpjsonServers', MCP_NAME);
+    addTo((settings.permissions ??= {}) as Json, 'allow', CLAUDE_ALLOW);
     const mcp = readJson(mcpFile);
     // Claude Code expands ${VAR} in .mcp.json: the token stays out of the working directory.
     const server = mergeMcp(mcp, t, '${HIVE_AGENT_TOKEN}', mcpFile);
     writeKeepingMode(settingsFile, `${JSON.stringify(settings, null, 2)}\n`);
     writeKeepingMode(mcpFile, `${JSON.stringify(mcp, null, 2)}\n`);
-    return [...hooks, server];
+    return [...hooks, server, { file: settingsFile, entry: `enabledMcpjsonServers: ${MCP_NAME}` }, { file: settingsFile, entry: `permissions.allow: ${CLAUDE_ALLOW}` }];
   }
   if (t.preset === 'codex') {
     const [file] = configFiles('codex', t.cwd) as [string];
@@ -233,7 +266,11 @@ export function uninstallCliConfig(t: InstallTarget): string[] {
     const settings = readJson(file);
     const a = removeHooks(settings, ourHookPattern(t));
     const b = removeMcp(settings, t);
-    if (!a && !b) continue;
+    // Claude Code's approvals of Hive's server go with it (the settings file only; the same words of the user elsewhere stay).
+    const c = t.preset === 'claude' && file.endsWith('settings.json') && removeFrom(settings, 'enabledMcpjsonServers', MCP_NAME);
+    const d = t.preset === 'claude' && file.endsWith('settings.json') && settings.permissions && typeof settings.permissions === 'object' && removeFrom(settings.permissions as Json, 'allow', CLAUDE_ALLOW);
+    if (settings.permissions && typeof settings.permissions === 'object' && Object.keys(settings.permissions).length === 0) delete settings.permissions;
+    if (!a && !b && !c && !d) continue;
     if (Object.keys(settings).length === 0) fs.rmSync(file);
     else writeKeepingMode(file, `${JSON.stringify(settings, null, 2)}\n`);
     changed.push(file);

@@ -26,6 +26,8 @@ export interface CommandEnv {
   /** Extra variables (OTEL_* when telemetry is configured). */
   extraEnv?: Record<string, string>;
   tools?: ToolDescription[];
+  /** Write the preset CLI's hook and MCP entries into its working directory (the agent's own brain, not a summarizer's). */
+  installCli?: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -73,7 +75,7 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
   const program = commandOf(spec);
   const preset = spec.preset ? PRESET[spec.preset] : null;
   const name = preset ? `${preset.title} (\`${program}\`, preset ${preset.name})` : `Command \`${program}\``;
-  if (preset) {
+  if (preset && env.installCli) {
     // The CLI's hooks run `hive hook`, its MCP server `hive mcp`: written into its working
     // directory beside the user's own entries (src/brains/cli-install.ts).
     installCliConfig({ preset: preset.name, cwd: spec.cwd ?? env.agentDir, root: env.root, agentId: env.agentId, hive: path.join(providerBinDir(), 'hive') });
@@ -127,9 +129,16 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
     }
   }
 
-  /** One prompt, its answer text (the `result`/`reply`/`text` of a JSON answer, else stdout). */
+  /** One prompt, its answer text (a preset's answer format; else the `result`/`reply`/`text` of a JSON answer, else stdout). */
   async function completeText(prompt: string): Promise<string> {
-    const r = await run(prompt, { agent_id: env.agentId, agent_name: env.agentName, message_id: '' });
+    const vars = { agent_id: env.agentId, agent_name: env.agentName, message_id: '' };
+    if (preset) {
+      const r = await run(prompt, vars, preset.args(null));
+      const answer = preset.parse(r.stdout);
+      if (answer.isError) throw new HiveError('E_BRAIN', `${name} reported an error: ${answer.text.slice(0, 500)}`);
+      return answer.text;
+    }
+    const r = await run(prompt, vars);
     const answer = r.stdout.trim();
     try {
       const o = JSON.parse(answer) as Record<string, unknown>;

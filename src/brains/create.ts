@@ -40,6 +40,7 @@ const FACTORIES: { [K in BrainSpec['kind']]?: Factory<K> } = {
       hooksSock: env.hooksSock ?? '',
       ...(env.extraEnv ? { extraEnv: env.extraEnv } : {}),
       ...(env.tools ? { tools: env.tools } : {}),
+      installCli: true,
     }),
   machine: async (spec, env) => {
     const provider = spec.provider ? await createBrain(spec.provider, env) : undefined;

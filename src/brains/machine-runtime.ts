@@ -65,6 +65,8 @@ export class LiveMachine {
   private drafts: Draft[] = [];
   private recent: MachineStep[];
   private failure: unknown = null;
+  /** The delays the agent's durable timers stand for (timer name → deadline): the last commit's, and those armed at start. */
+  committed: Map<string, number>;
   /** The turn's time (the agent's clock) and the wall clock then: a delay armed after an invocation counts from when it was armed. */
   private base: { now: number; wall: number };
 
@@ -78,6 +80,7 @@ export class LiveMachine {
   ) {
     this.base = { now, wall: Date.now() };
     this.rev = persisted?.rev ?? 0;
+    this.committed = new Map((persisted?.delays ?? []).map((d) => [`${TIMER_PREFIX}${d.source}#${d.id}`, d.at]));
     this.recent = persisted?.recent ? [...persisted.recent] : [];
     this.actor = xs.createActor(machine, {
       ...(persisted ? { snapshot: persisted.snapshot } : {}),
@@ -188,6 +191,7 @@ export class LiveMachine {
     const moved = (d: { at: number }, name: string) => before.has(name) && before.get(name) !== d.at;
     const names = new Map(delays.map((d) => [this.timerName(d), d.at]));
     this.rev += 1;
+    this.committed = new Map(names);
     const drafts = this.drafts;
     this.drafts = [];
     return {
@@ -218,6 +222,10 @@ export class LiveMachine {
     const snap = this.actor.getSnapshot();
     if (this.failure || snap.status === 'error') {
       const err = this.failure ?? snap.error;
+      // The provider's own failures keep their code: an unreachable provider pauses the turn,
+      // a failed or slow call is retried in place, as for any brain (not poison at once).
+      const code = (err as { code?: unknown } | null)?.code;
+      if (code === 'E_UNAVAILABLE' || code === 'E_BRAIN' || code === 'E_TIMEOUT') throw err;
       throw new HiveError('E_MACHINE', `${this.label}: the machine threw on ${what}: ${messageOf(err)}`, { cause: err });
     }
   }

@@ -9,7 +9,7 @@ import { appendEvent } from '../log/event-log.ts';
 import { writeFileAtomic } from '../fs/atomic.ts';
 import { packageRoot } from '../package-files.ts';
 import { machineGraph } from '../inspector/machine-graph.ts';
-import type { Brain, BrainOutput, BrainTurn, JsonValue } from './types.ts';
+import type { Brain, BrainOutput, BrainTurn, JsonValue, TimerRequest } from './types.ts';
 import { LiveMachine, TIMER_PREFIX, describeMachineState, isMachineState, type MachineBrainState, type XStateRuntime } from './machine-runtime.ts';
 
 /** What the machine brain needs besides its module (the agent's provider and get_memory). */
@@ -122,7 +122,16 @@ export async function createMachineBrain(o: MachineBrainOptions, env: MachineBra
   return {
     kind: 'machine',
     async restore(state, now) {
-      machineFor(state, now);
+      // Delays the machine armed as it started (an `after` on its first state) that no commit
+      // holds yet: the agent arms timers for them now; the next commit keeps them.
+      const m = machineFor(state, now);
+      const armed: TimerRequest[] = [];
+      for (const [name, at] of m.pendingTimers()) {
+        if (m.committed.has(name)) continue;
+        armed.push({ name, delayMs: Math.max(0, at - now) });
+        m.committed.set(name, at);
+      }
+      return armed;
     },
     describe(state) {
       if (isMachineState(state)) return describeMachineState(state as MachineBrainState);
@@ -131,18 +140,18 @@ export async function createMachineBrain(o: MachineBrainOptions, env: MachineBra
     },
     async handle(turn: BrainTurn): Promise<BrainOutput> {
       const m = machineFor(turn.state, turn.now);
-      const before = m.pendingTimers();
+      const before = new Map(m.committed);
       let fired: string | null = null;
       try {
         if (turn.input.kind === 'timer') {
           fired = turn.input.timer.name;
           if (!fired.startsWith(TIMER_PREFIX) || !m.fire(fired, turn.now)) {
-            appendEvent(env.root, { type: 'machine.timer-ignored', agent: env.agentId, timer: fired, state: m.value() });
+            appendEvent(env.root, { type: 'machine.timer-ignored', agent: env.agentId, module: o.module, timer: fired, state: m.value() });
           }
         } else {
           const event = eventOf(turn.input.message, turn.input.seq);
           const r = m.deliver(event, turn.now);
-          if (r.ignored) appendEvent(env.root, { type: 'machine.ignored', agent: env.agentId, event: event.type, id: turn.input.message.id, state: r.state });
+          if (r.ignored) appendEvent(env.root, { type: 'machine.ignored', agent: env.agentId, module: o.module, event: event.type, id: turn.input.message.id, state: r.state });
         }
         await m.settle(timeoutMs);
         const out = m.outcome(before, fired);

@@ -64,12 +64,14 @@ const codex: Preset = {
   program: 'codex',
   title: 'Codex CLI',
   // `exec --json` prints JSONL events; `-` reads the prompt from stdin; `exec resume <id>` continues a thread.
-  args: (resume) => ['exec', '--json', ...(resume ? ['resume', resume] : []), '-'],
+  // --skip-git-repo-check: an agent's working directory need not be a git repository.
+  args: (resume) => ['exec', '--json', '--skip-git-repo-check', ...(resume ? ['resume', resume] : []), '-'],
   parse(stdout) {
     const events = jsonLines(stdout);
     const thread = events.find((e) => e.type === 'thread.started' || e.type === 'thread.resumed');
     const messages = events.filter((e) => e.type === 'item.completed' && (e.item as { type?: string } | undefined)?.type === 'agent_message');
-    const failed = events.find((e) => e.type === 'turn.failed' || e.type === 'error');
+    // A non-fatal `error` event beside a completed message is not a failed turn.
+    const failed = events.find((e) => e.type === 'turn.failed') ?? (messages.length === 0 ? events.find((e) => e.type === 'error') : undefined);
     const error = failed ? String((failed.error as { message?: string } | undefined)?.message ?? failed.message ?? 'turn failed') : null;
     return {
       text: error ?? messages.map((m) => String((m.item as { text?: string }).text ?? '')).join('\n'),

@@ -77,8 +77,9 @@ export interface Brain {
   /**
    * Checks and loads the committed state at the agent's start, before any turn. Throwing
    * `E_BAD_SNAPSHOT` marks the agent failed (god is told): the state no longer fits the brain.
+   * May answer timers to arm now (a machine's delays armed as it started, not committed yet).
    */
-  restore?(state: JsonValue, now: number): Promise<void>;
+  restore?(state: JsonValue, now: number): Promise<TimerRequest[] | void>;
   /** What the inspector and `hive status` show of a state (a machine agent's own machine). */
   describe?(state: JsonValue): MachineView | null;
   /** Cancel an in-flight turn (stop) and free resources. */

@@ -39,7 +39,8 @@ const drawn = new Map<string, Promise<string>>();
 export async function agentMachineSvg(root: string, agentId: string): Promise<string | null> {
   const file = readAgentMachine(root, agentId);
   if (!file) return null;
-  const key = createHash('sha256').update(JSON.stringify(file.graph)).digest('hex');
+  // The SVG names the agent (its title, its marker ids): one per agent, even for agents of one module.
+  const key = `${agentId}:${createHash('sha256').update(JSON.stringify(file.graph)).digest('hex')}`;
   let svg = drawn.get(key);
   if (!svg) {
     svg = renderMachineSvg(file.graph, { idPrefix: `a-${agentId}`, title: `${agentId}: ${file.graph.id}` });

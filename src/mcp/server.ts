@@ -62,7 +62,7 @@ export function createMcpServer(scope: McpScope): McpServer {
   );
   server.registerTool(
     'ack',
-    { description: 'Mark the inbox handled up to and including seq (the cursor moves only here).', inputSchema: { seq: z.number().int().positive() } },
+    { description: 'Mark the inbox handled up to and including seq (the cursor moves only here). For an agent whose turns Hive runs, its turns move the cursor and ack is refused.', inputSchema: { seq: z.number().int().positive() } },
     (input) => answer(() => ack(scope, input)),
   );
   server.registerTool(

@@ -5,7 +5,7 @@ import { GOD_ID, isAgentId } from '../protocol/agent-id.ts';
 import { agentPaths } from '../layout/paths.ts';
 import { requireHive } from '../layout/ensure.ts';
 import { writeOutbox } from '../queue/outbox.ts';
-import { moveToDone, parseInboxName, readInbox } from '../queue/inbox.ts';
+import { listInbox, moveToDone, parseInboxName, readInbox, readInboxEntry } from '../queue/inbox.ts';
 import { committedCursor } from '../queue/committed-cursor.ts';
 import { commitCursor } from '../queue/cursor.ts';
 import { listDir } from '../fs/atomic.ts';
@@ -46,9 +46,26 @@ export type SendInput = {
   body: string;
 } & Partial<Maybe<{ subject: string; needs_human: boolean; in_reply_to: string; conversation: string }>>
 
-/** A message from the scope's agent, validated as every HiveMessage is, written durably to its outbox. */
+/** The message of this agent's inbox (live or done) with this id, or null. */
+function received(s: McpScope, id: string): HiveMessage | null {
+  const entry = listInbox(s.root, s.agent).find((e) => e.id === id);
+  return entry ? readInboxEntry(s.root, s.agent, entry.name) : null;
+}
+
+/**
+ * A message from the scope's agent, validated as every HiveMessage is, written durably to
+ * its outbox. A reply (`in_reply_to` a message this agent received) joins that message's
+ * conversation and counts one hop more, as a brain's reply does: the router's hop cap stops
+ * a reply loop between agents talking over MCP too.
+ */
 export function sendMessage(s: McpScope, input: SendInput): { id: string; conversation: string } {
-  const fields = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
+  const fields: Record<string, unknown> = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
+  const parent = input.in_reply_to ? received(s, input.in_reply_to) : null;
+  if (parent) {
+    fields.conversation ??= parent.conversation;
+    fields.hops = parent.hops + 1;
+    if (parent.traceparent) fields.traceparent = parent.traceparent;
+  }
   const parsed = parseMessage({ ...fields, act: input.act ?? 'inform', from: s.agent });
   if (!parsed.ok) throw parsed.error;
   writeOutbox(s.root, [parsed.message]);

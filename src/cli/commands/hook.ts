@@ -73,7 +73,10 @@ export const hookCommand: Command = {
     // Gemini CLI names its hook events its own way; the socket speaks Claude Code's names.
     const alias = typeof event.hook_event_name === 'string' ? GEMINI_EVENTS[event.hook_event_name] : undefined;
     if (alias) event.hook_event_name = alias;
-    event.agent_id ??= str(args, 'agent') ?? io.env.AGENT_ID;
+    // The flag Hive installs names the agent; a CLI's own agent_id (a subagent's) must not override it.
+    const flagAgent = str(args, 'agent');
+    if (flagAgent) event.agent_id = flagAgent;
+    else event.agent_id ??= io.env.AGENT_ID;
     const token = str(args, 'token') ?? io.env[AGENT_TOKEN_ENV];
     if (token !== undefined) event.agent_token ??= token;
     const sock = str(args, 'sock') ?? io.env.HIVE_SOCK ?? resolveSocketPath(path.resolve(io.cwd, str(args, 'root') ?? io.env.HIVE_ROOT ?? '.hive'), HOOKS_SOCKET);
