@@ -69,7 +69,7 @@ describe('hooks socket', () => {
   it('PreToolUse is denied by the operator policy', async () => {
     const { ask } = await hooksHive();
     const deny = await ask({ hook_event_name: 'PreToolUse', agent_id: 'ext', tool_name: 'Bash', tool_input: { command: 'rm -rf /' } });
-    expect(deny).toMatchObject({ decision: 'deny', reason: 'no deleting trees' });
+    expect(deny).toMatchObject({ decision: 'deny', reason: 'no deleting trees', hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: 'no deleting trees' } });
     const allow = await ask({ hook_event_name: 'PreToolUse', agent_id: 'ext', tool_name: 'Bash', tool_input: { command: 'ls' } });
     expect(allow).toMatchObject({ decision: 'allow' });
   });

@@ -139,7 +139,15 @@ function answerFor(root: string, e: HookEvent, options: HooksOptions): Record<st
   switch (e.hook_event_name) {
     case 'PreToolUse': {
       const verdict = evaluateToolPolicy(options.deny, e.agent_id, String(e.tool_name ?? ''), e.tool_input);
-      return verdict.allow ? { ok: true, decision: 'allow' } : { ok: true, decision: 'deny', reason: verdict.reason };
+      if (verdict.allow) return { ok: true, decision: 'allow' };
+      // `hookSpecificOutput` is what Claude Code reads from a PreToolUse hook (its `decision`
+      // field knows no "deny"); an allow says nothing to it, so its own permissions still apply.
+      return {
+        ok: true,
+        decision: 'deny',
+        reason: verdict.reason,
+        hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: verdict.reason },
+      };
     }
     case 'Ack':
       return { ok: true, cursor: typeof e.ack === 'string' ? committedCursor(root, e.agent_id) : null };
