@@ -121,6 +121,24 @@ describe('agent CLI presets', () => {
     await hive.close();
   });
 
+  it("a preset agent moved to another working directory leaves the old one as the user had it", async () => {
+    const t = setup('gemini');
+    const other = path.join(t.dir, 'other');
+    fs.mkdirSync(other);
+    const file = (cwd: string) => path.join(cwd, '.gemini', 'settings.json');
+    fs.mkdirSync(path.dirname(file(t.cwd)));
+    fs.writeFileSync(file(t.cwd), JSON.stringify({ theme: 'dark' }));
+    let hive = await startHive(t.config());
+    expect(JSON.parse(fs.readFileSync(file(t.cwd), 'utf8')).mcpServers.hive).toBeDefined();
+    await hive.close();
+    const moved = t.config();
+    (moved.agents![0]!.brain as { cwd: string }).cwd = other;
+    hive = await startHive(moved);
+    expect(JSON.parse(fs.readFileSync(file(t.cwd), 'utf8'))).toEqual({ theme: 'dark' });
+    expect(JSON.parse(fs.readFileSync(file(other), 'utf8')).mcpServers.hive.env.AGENT_ID).toBe('coder');
+    await hive.close();
+  });
+
   it('codex and gemini: their config files get the MCP server (and gemini the hooks) beside what is there; archived, only that is removed', async () => {
     for (const preset of ['codex', 'gemini'] as const) {
       const t = setup(preset);

@@ -4,7 +4,7 @@ import type { PresetName } from '../brains/presets.ts';
 import { providerBinDir } from '../package-files.ts';
 import { agentPaths } from '../layout/paths.ts';
 import { errorMessage } from '../errors.ts';
-import { readRegistry, updateRegistry, type RegistryEntry } from '../registry/registry.ts';
+import { readRegistry, updateRegistry } from '../registry/registry.ts';
 import type { BrainSpec } from '../config/schema.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { godNotice } from '../agent/compose.ts';
@@ -19,6 +19,7 @@ import type { SupervisorContext } from './context.ts';
  * snapshot (`hive switch AGENT --snapshot NAME`).
  */
 export async function noticeProviderSwitch(ctx: SupervisorContext, agentId: string, before: unknown, after: BrainSpec): Promise<void> {
+  if (cliConfigMoved(before, after)) removeCliConfig(ctx.root, agentId, before, 'its preset or working directory changed');
   if (before === undefined || brainIdentity(before) === brainIdentity(after)) return;
   const archived = await archiveSession(ctx.root, agentId, 'provider switch', ctx.config.sessions.archiveEntries);
   if (!archived) return;
@@ -48,7 +49,7 @@ export async function archiveRemovedAgents(ctx: SupervisorContext): Promise<void
   // (the new live session is empty, so nothing is archived twice).
   for (const e of removed) {
     const session = await archiveSession(ctx.root, e.id, 'agent removed from the config', ctx.config.sessions.archiveEntries);
-    removeCliConfig(ctx.root, e);
+    removeCliConfig(ctx.root, e.id, e.brain, 'removed from the config');
     await updateRegistry(ctx.root, (r) => {
       if (r.agents[e.id]) r.agents[e.id]!.status = 'archived';
     });
@@ -56,14 +57,24 @@ export async function archiveRemovedAgents(ctx: SupervisorContext): Promise<void
   }
 }
 
-/** A preset agent's hook and MCP entries leave its CLI's working directory with it (the user's own stay). */
-function removeCliConfig(root: string, e: RegistryEntry): void {
-  const brain = e.brain as { kind?: string; preset?: PresetName; cwd?: string } | undefined;
+type PresetBrain = { kind?: string; preset?: PresetName; cwd?: string } | undefined;
+
+/** The preset CLI's entries were written for another preset or another working directory than the agent has now. */
+function cliConfigMoved(before: unknown, after: BrainSpec): boolean {
+  const b = before as PresetBrain;
+  if (b?.kind !== 'command' || !b.preset) return false;
+  const a = after as PresetBrain;
+  return a?.kind !== 'command' || a.preset !== b.preset || a.cwd !== b.cwd;
+}
+
+/** A preset agent's hook and MCP entries leave its CLI's working directory (the user's own stay). */
+function removeCliConfig(root: string, agentId: string, brainSpec: unknown, reason: string): void {
+  const brain = brainSpec as PresetBrain;
   if (brain?.kind !== 'command' || !brain.preset) return;
   try {
-    const changed = uninstallCliConfig({ preset: brain.preset, cwd: brain.cwd ?? agentPaths(root, e.id).dir, root, agentId: e.id, hive: path.join(providerBinDir(), 'hive') });
-    appendEvent(root, { type: 'agent.cli-config-removed', agent: e.id, preset: brain.preset, files: changed });
+    const changed = uninstallCliConfig({ preset: brain.preset, cwd: brain.cwd ?? agentPaths(root, agentId).dir, root, agentId, hive: path.join(providerBinDir(), 'hive') });
+    appendEvent(root, { type: 'agent.cli-config-removed', agent: agentId, preset: brain.preset, files: changed, reason });
   } catch (err) {
-    appendEvent(root, { type: 'agent.cli-config-remove-failed', agent: e.id, error: errorMessage(err) });
+    appendEvent(root, { type: 'agent.cli-config-remove-failed', agent: agentId, error: errorMessage(err) });
   }
 }
