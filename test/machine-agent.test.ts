@@ -161,6 +161,28 @@ describe('machine agents', () => {
     expect(machineState(hive.root, 'm').snapshot.value).toBe('counting');
   });
 
+  it("a delay whose after was removed from a changed machine is ignored and logged when its timer fires, not sent into the machine", async () => {
+    const root = path.join(tempDir(), 'hive');
+    const first = await startHive(fastConfig({ root, agents: [{ id: 'm', brain: counter }, client] }));
+    await first.send({ from: 'client', to: 'm', act: 'request', body: 'arm' });
+    await waitFor(first, () => inbox(root, 'client').length === 1, 'armed');
+    await first.close();
+    // A minute later (the workers' clock), with the after gone from the machine.
+    process.env.HIVE_TEST_CLOCK_SKEW_MS = '61000';
+    try {
+      const v3 = { kind: 'machine' as const, module: path.join(FIXTURES, 'machines', 'counter-v3.ts') };
+      const hive = await startHive(fastConfig({ root, agents: [{ id: 'm', brain: v3 }, client] }));
+      await waitFor(hive, () => readLog(root).some((e) => e.type === 'machine.timer-ignored'), 'the ignored timer');
+      expect(readLog(root).find((e) => e.type === 'machine.timer-ignored')).toMatchObject({ agent: 'm', state: 'armed', timer: expect.stringMatching(/^xstate:root#xstate\.after\.60000\.counter\.armed$/), reason: expect.stringContaining('no transition') });
+      expect(inbox(root, 'client').map((m) => m.body)).toEqual(['armed']); // nothing was sent for it
+      await hive.send({ from: 'client', to: 'm', act: 'request', body: 'next' });
+      await waitFor(hive, () => inbox(root, 'client').length === 2, 'the next request');
+      expect(inbox(root, 'client')[1]!.body).toBe('disarmed');
+    } finally {
+      delete process.env.HIVE_TEST_CLOCK_SKEW_MS;
+    }
+  });
+
   it('a module that exports no machine fails the agent at start, naming the module and the export', async () => {
     const root = path.join(tempDir(), 'hive');
     const broken = createHive(fastConfig({ root, agents: [{ id: 'm', brain: { kind: 'machine', module: path.join(FIXTURES, 'machines', 'not-a-machine.ts') } }] }));

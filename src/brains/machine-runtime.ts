@@ -125,19 +125,29 @@ export class LiveMachine {
     return { ignored: false, state: from };
   }
 
-  /** Fires the delayed event a durable timer stands for; false when it is no longer pending. */
-  fire(timerName: string, now: number): boolean {
+  /**
+   * Fires the delayed event a durable timer stands for: `fired`; `ignored` when its target has
+   * no transition for it now (a machine changed since the delay was armed: its `after` renamed
+   * or gone); `gone` when the delay is no longer pending.
+   */
+  fire(timerName: string, now: number): 'fired' | 'ignored' | 'gone' {
     this.base = { now, wall: Date.now() };
     for (const [key, d] of this.delays) {
       if (this.timerName(d) !== timerName) continue;
       this.delays.delete(key);
       const from = this.value();
+      const type = String((d.event as { type?: string }).type);
+      const target = d.target.getSnapshot();
+      if (target.status !== 'active' || (target.can && !target.can(d.event))) {
+        this.step({ at: now, event: type, from, to: from, ignored: true });
+        return 'ignored';
+      }
       d.target.send(d.event);
-      this.check(`delayed event ${(d.event as { type?: string }).type} in state ${from}`);
-      this.step({ at: now, event: String((d.event as { type?: string }).type), from, to: this.value() });
-      return true;
+      this.check(`delayed event ${type} in state ${from}`);
+      this.step({ at: now, event: type, from, to: this.value() });
+      return 'fired';
     }
-    return false;
+    return 'gone';
   }
 
   /** Waits until no invoked or spawned promise runs, up to `timeoutMs`. */

@@ -145,8 +145,10 @@ export async function createMachineBrain(o: MachineBrainOptions, env: MachineBra
       try {
         if (turn.input.kind === 'timer') {
           fired = turn.input.timer.name;
-          if (!fired.startsWith(TIMER_PREFIX) || !m.fire(fired, turn.now)) {
-            appendEvent(env.root, { type: 'machine.timer-ignored', agent: env.agentId, module: o.module, timer: fired, state: m.value() });
+          const r = fired.startsWith(TIMER_PREFIX) ? m.fire(fired, turn.now) : 'gone';
+          if (r !== 'fired') {
+            const why = r === 'ignored' ? 'the machine has no transition for it in this state (changed since it was armed?)' : 'no such delay is pending';
+            appendEvent(env.root, { type: 'machine.timer-ignored', agent: env.agentId, module: o.module, timer: fired, state: m.value(), reason: why });
           }
         } else {
           const event = eventOf(turn.input.message, turn.input.seq);
