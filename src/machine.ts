@@ -26,6 +26,7 @@
  */
 import { emit, fromPromise } from 'xstate';
 import type { Act, HiveMessage } from './protocol/message.ts';
+import type { Draft } from './brains/types.ts';
 import type { MemorySearchResult } from './memory/search.ts';
 
 export type { HiveMessage, Act };
@@ -36,18 +37,8 @@ export type HiveMessageEvent = { type: `hive.${Act}` | 'hive.answer'; message: H
 /** Every event Hive sends to a machine agent (use it as `types.events`, or in a union with your own). */
 export type HiveMachineEvent = HiveMessageEvent;
 
-/** What a machine emits to send a message; the runtime fills id, from, hops and created_at. */
-export interface HiveSendEvent {
-  type: 'hive.send';
-  to: string;
-  act: Act;
-  body: string;
-  subject?: string;
-  needs_human?: boolean;
-  requires_reply?: boolean;
-  in_reply_to?: string | null;
-  conversation?: string;
-}
+/** What a machine emits to send a message: a brain's draft (the runtime fills id, from, hops and created_at). */
+export type HiveSendEvent = { type: 'hive.send' } & Draft;
 
 /** What a machine agent's `emit` may carry to Hive (use it as `types.emitted`). */
 export type HiveEmitted = HiveSendEvent;

@@ -7,7 +7,8 @@ import { collectLines, startFixture } from './helpers/fixture.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
-import { listInbox, readInboxEntry } from '../src/queue/inbox.ts';
+import { listInbox } from '../src/queue/inbox.ts';
+import { replies, until } from './helpers/crash-hive.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
 import { seededRandom } from './helpers/power-loss/crash-states.ts';
 
@@ -28,18 +29,6 @@ function startHiveProcess(root: string, agents: number, env: NodeJS.ProcessEnv =
 async function kill(run: Run): Promise<void> {
   run.child.kill('SIGKILL');
   expect((await run.exited).signal).toBe('SIGKILL');
-}
-
-function replies(root: string): HiveMessage[] {
-  return listInbox(root, 'client').map((e) => readInboxEntry(root, 'client', e.name)!);
-}
-
-async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -49,6 +49,29 @@ await hive.close();
 console.log(JSON.stringify(replies));
 `;
 
+/** `hive start --config FILE` from a project's installed bin: wait on its output, stop it with SIGINT (its exit code). */
+function startBin(dir: string, config: string) {
+  const child = spawn(process.execPath, [path.join(dir, 'node_modules', '.bin', 'hive'), 'start', '--config', config], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += String(d)));
+  child.stderr.on('data', (d) => (err += String(d)));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return {
+    async until(check: (out: string) => boolean, what: string): Promise<void> {
+      const end = Date.now() + 30_000;
+      while (!check(out)) {
+        if (Date.now() > end || child.exitCode !== null) throw new Error(`${what}: ${out}\n${err}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    stop(): Promise<number | null> {
+      child.kill('SIGINT');
+      return exited;
+    },
+  };
+}
+
 function project(kind: 'esm' | 'cjs'): string {
   const dir = path.join(work, kind);
   fs.mkdirSync(dir);
@@ -105,24 +128,11 @@ describe('the package in a consumer project', () => {
         path.join(dir, 'hive.config.ts'),
         `import { defineConfig } from '${NAME}';\nexport default defineConfig({ root: './start-hive', audit: { enabled: false }, inspector: { enabled: false },\n  agents: [{ id: 'ts', brain: { kind: 'module', module: './brain.ts' } }, { id: 'me', brain: { kind: 'external' } }] });\n`,
       );
-      const child = spawn(process.execPath, [path.join(dir, 'node_modules', '.bin', 'hive'), 'start', '--config', 'hive.config.ts'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (d) => (out += String(d)));
-      child.stderr.on('data', (d) => (err += String(d)));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-      const until = async (check: () => boolean, what: string) => {
-        const end = Date.now() + 30_000;
-        while (!check()) {
-          if (Date.now() > end || child.exitCode !== null) throw new Error(`${what}: ${out}\n${err}`);
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      };
-      await until(() => out.includes('hive ready'), 'the ready line');
+      const started = startBin(dir, 'hive.config.ts');
+      await started.until((out) => out.includes('hive ready'), 'the ready line');
       hive(dir, ['send', '--root', 'start-hive', '--from', 'me', '--to', 'ts', '--act', 'request', '--body', 'hello']);
-      await until(() => out.includes('ts brain heard: hello'), 'the TypeScript brain\'s reply');
-      child.kill('SIGINT');
-      expect(await exited).toBe(0);
+      await started.until((out) => out.includes('ts brain heard: hello'), 'the TypeScript brain\'s reply');
+      expect(await started.stop()).toBe(0);
       expect(fs.readdirSync(dir).filter((f) => f.startsWith('.hive.config-'))).toEqual([]); // the compiled config is gone
     }, 90_000);
   }
@@ -154,24 +164,11 @@ export default defineConfig({ root: './machine-hive', audit: { enabled: false },
   agents: [{ id: 'counter', brain: { kind: 'machine', module: './counter.ts' } }, { id: 'me', brain: { kind: 'external' } }] });
 `,
     );
-    const child = spawn(process.execPath, [path.join(dir, 'node_modules', '.bin', 'hive'), 'start', '--config', 'machine.config.ts'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += String(d)));
-    child.stderr.on('data', (d) => (err += String(d)));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    const until = async (check: () => boolean, what: string) => {
-      const end = Date.now() + 30_000;
-      while (!check()) {
-        if (Date.now() > end || child.exitCode !== null) throw new Error(`${what}: ${out}\n${err}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    };
-    await until(() => out.includes('hive ready'), 'the ready line');
+    const started = startBin(dir, 'machine.config.ts');
+    await started.until((out) => out.includes('hive ready'), 'the ready line');
     for (const body of ['one', 'two']) hive(dir, ['send', '--root', 'machine-hive', '--from', 'me', '--to', 'counter', '--act', 'request', '--body', body]);
-    await until(() => out.includes('machine count 2'), "the machine's second reply");
-    child.kill('SIGINT');
-    expect(await exited).toBe(0);
+    await started.until((out) => out.includes('machine count 2'), "the machine's second reply");
+    expect(await started.stop()).toBe(0);
     expect(JSON.parse(hive(dir, ['status', '--root', 'machine-hive', '--json'])).actors.find((a: { id: string }) => a.id === 'counter').machine).toBe('counting');
   }, 90_000);
 

@@ -209,6 +209,11 @@ function readText(file: string): string {
   }
 }
 
+/** How many entries `installedCliConfig` finds when all of Hive's are in place (its hooks and the MCP server). */
+export function expectedEntryCount(preset: PresetName): number {
+  return preset === 'claude' ? CLAUDE_HOOKS.length + 1 : preset === 'gemini' ? GEMINI_HOOKS.length + 1 : 1;
+}
+
 /** The files a preset's configuration lives in, under the CLI's working directory. */
 export function configFiles(preset: PresetName, cwd: string): string[] {
   if (preset === 'claude') return [path.join(cwd, '.claude', 'settings.json'), path.join(cwd, '.mcp.json')];

@@ -6,7 +6,7 @@ import { AGENT_TOKEN_ENV, agentToken } from '../hooks/agent-token.ts';
 import type { BrainSpec } from '../config/schema.ts';
 import { buildPrompt, type ToolDescription } from './prompt.ts';
 import { parseBrainAnswer } from './reply.ts';
-import type { Brain, BrainOutput, BrainTurn, JsonValue } from './types.ts';
+import type { Brain, BrainOutput, BrainTurn, JsonValue, TranscriptEvent } from './types.ts';
 import { PRESET, commandOf } from './presets.ts';
 import { installCliConfig } from './cli-install.ts';
 import { describeInput } from './prompt.ts';
@@ -129,6 +129,16 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
     }
   }
 
+  /** What one run of the program adds to the transcript: the prompt's size, the process, its stderr and output. */
+  function processTrace(prompt: TranscriptEvent, r: Awaited<ReturnType<typeof run>>): TranscriptEvent[] {
+    return [
+      prompt,
+      { kind: 'process', command: program, exitCode: r.exitCode, ms: Math.round(r.ms) },
+      ...(r.stderr ? [{ kind: 'stderr', text: r.stderr }] : []),
+      { kind: 'output', text: r.stdout.slice(0, 20_000) },
+    ];
+  }
+
   /** One prompt, its answer text (a preset's answer format; else the `result`/`reply`/`text` of a JSON answer, else stdout). */
   async function completeText(prompt: string): Promise<string> {
     const vars = { agent_id: env.agentId, agent_name: env.agentName, message_id: '' };
@@ -193,13 +203,7 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
     if (id) sessions[key] = id;
     const own = out.state && typeof out.state === 'object' && !Array.isArray(out.state) ? out.state : {};
     out.state = { ...state, ...own, cliSessions: sessions };
-    out.trace = [
-      ...(lost ? [{ kind: 'session-lost', session: lost }] : []),
-      { kind: 'prompt', chars: done.prompt.length, resumed: done.resumed },
-      { kind: 'process', command: program, exitCode: done.r.exitCode, ms: Math.round(done.r.ms) },
-      ...(done.r.stderr ? [{ kind: 'stderr', text: done.r.stderr }] : []),
-      { kind: 'output', text: done.r.stdout.slice(0, 20_000) },
-    ];
+    out.trace = [...(lost ? [{ kind: 'session-lost', session: lost }] : []), ...processTrace({ kind: 'prompt', chars: done.prompt.length, resumed: done.resumed }, done.r)];
     return out;
   }
 
@@ -212,12 +216,7 @@ export function createCommandBrain(spec: CommandSpec, env: CommandEnv): Brain {
       const vars = { agent_id: env.agentId, agent_name: env.agentName, message_id: turn.input.kind === 'message' ? turn.input.message.id : '' };
       const r = await run(prompt.text, vars);
       const out = parseBrainAnswer(r.stdout, turn.input, spec.output ?? 'text', name);
-      out.trace = [
-        { kind: 'prompt', chars: prompt.text.length },
-        { kind: 'process', command: program, exitCode: r.exitCode, ms: Math.round(r.ms) },
-        ...(r.stderr ? [{ kind: 'stderr', text: r.stderr }] : []),
-        { kind: 'output', text: r.stdout.slice(0, 20_000) },
-      ];
+      out.trace = processTrace({ kind: 'prompt', chars: prompt.text.length }, r);
       return out;
     },
     summarize: (text: string) => completeText(`Summarize the following conversation in a short, self-contained recap of what was decided and learned:\n\n${text}`).then((t) => t.trim()),

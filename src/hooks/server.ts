@@ -5,10 +5,9 @@ import { appendEvent } from '../log/event-log.ts';
 import { HiveError } from '../errors.ts';
 import { listenJsonLine, type JsonLineServer } from '../net/json-line.ts';
 import { publishSocketPath, socketPathFor } from '../net/socket-path.ts';
-import { readInbox, moveToDone, parseInboxName } from '../queue/inbox.ts';
-import { listDir } from '../fs/atomic.ts';
+import { readInbox } from '../queue/inbox.ts';
+import { acknowledgeThrough } from '../queue/external-ack.ts';
 import { committedCursor } from '../queue/committed-cursor.ts';
-import { commitCursor } from '../queue/cursor.ts';
 import { describeInput } from '../brains/prompt.ts';
 import { currentSession } from '../session/session.ts';
 import { sessionPaths } from '../session/paths.ts';
@@ -100,16 +99,6 @@ function journal(root: string, e: HookEvent, answer: unknown, journals: Map<stri
   appendEvent(root, { type: `hook.${e.hook_event_name}`, agent: e.agent_id, session: e.session_id ?? null, tool: e.tool_name ?? null });
 }
 
-/** The highest seq waiting in an agent's inbox folder (0 when it is empty). */
-function lastInboxSeq(root: string, agentId: string): number {
-  let last = 0;
-  for (const name of listDir(agentPaths(root, agentId).inbox)) {
-    const parsed = parseInboxName(name);
-    if (parsed && parsed.seq > last) last = parsed.seq;
-  }
-  return last;
-}
-
 /**
  * Moves a passive agent's cursor to the seq an ack token names. Refused (an error answer,
  * nothing moved) for an agent run by its own actor — its cursor moves with its committed
@@ -124,11 +113,9 @@ function acknowledge(root: string, agentId: string, token: string, options: Hook
     fail('E_HOOK', `Agent "${agentId}" is run by its own actor: its cursor moves with its turns, not with hook acks (ack ${JSON.stringify(token)} ignored)`);
   }
   const seq = Number(m[2]);
-  if (seq <= committedCursor(root, agentId)) return seq;
-  const last = lastInboxSeq(root, agentId);
-  if (seq > last) fail('E_HOOK', `The ack ${JSON.stringify(token)} names seq ${seq}, but the inbox of "${agentId}" ends at seq ${last}`);
-  commitCursor(root, agentId, seq);
-  moveToDone(root, agentId, seq);
+  const r = acknowledgeThrough(root, agentId, seq);
+  if ('beyond' in r) fail('E_HOOK', `The ack ${JSON.stringify(token)} names seq ${seq}, but the inbox of "${agentId}" ends at seq ${r.beyond}`);
+  if (!r.moved) return seq;
   options.onAck?.(agentId, seq);
   appendEvent(root, { type: 'hook.acknowledged', agent: agentId, cursor: seq });
   return seq;

@@ -5,10 +5,9 @@ import { GOD_ID, isAgentId } from '../protocol/agent-id.ts';
 import { agentPaths } from '../layout/paths.ts';
 import { requireHive } from '../layout/ensure.ts';
 import { writeOutbox } from '../queue/outbox.ts';
-import { listInbox, moveToDone, parseInboxName, readInbox, readInboxEntry } from '../queue/inbox.ts';
+import { listInbox, readInbox, readInboxEntry } from '../queue/inbox.ts';
+import { acknowledgeThrough } from '../queue/external-ack.ts';
 import { committedCursor } from '../queue/committed-cursor.ts';
-import { commitCursor } from '../queue/cursor.ts';
-import { listDir } from '../fs/atomic.ts';
 import { readRegistry } from '../registry/registry.ts';
 import { PASSIVE_KINDS } from '../brains/create.ts';
 import { runGetMemory } from '../memory/tool.ts';
@@ -114,13 +113,9 @@ function isPassive(s: McpScope): boolean {
  */
 export function ack(s: McpScope, input: { seq: number }): { cursor: number } {
   if (!isPassive(s)) throw new HiveError('E_CONFLICT', `Agent "${s.agent}" is run by its own actor: its cursor moves with its committed turns, not with ack (seq ${input.seq} not acknowledged)`);
-  const cursor = committedCursor(s.root, s.agent);
-  if (input.seq <= cursor) return { cursor };
-  let last = 0;
-  for (const name of listDir(agentPaths(s.root, s.agent).inbox)) last = Math.max(last, parseInboxName(name)?.seq ?? 0);
-  if (input.seq > last) throw new HiveError('E_BAD_ARGS', `Expected seq to be a delivered message's (at most ${last}), got ${input.seq}`);
-  commitCursor(s.root, s.agent, input.seq);
-  moveToDone(s.root, s.agent, input.seq);
+  const r = acknowledgeThrough(s.root, s.agent, input.seq);
+  if ('beyond' in r) throw new HiveError('E_BAD_ARGS', `Expected seq to be a delivered message's (at most ${r.beyond}), got ${input.seq}`);
+  if (!r.moved) return { cursor: r.cursor };
   appendEvent(s.root, { type: 'mcp.acknowledged', agent: s.agent, cursor: input.seq });
   return { cursor: input.seq };
 }

@@ -4,7 +4,7 @@ import { readRegistry } from '../../registry/registry.ts';
 import { agentPaths } from '../../layout/paths.ts';
 import { PRESET, commandOf, type PresetName } from '../../brains/presets.ts';
 import { findProgram } from '../../brains/preflight.ts';
-import { configFiles, installedCliConfig } from '../../brains/cli-install.ts';
+import { configFiles, expectedEntryCount, installedCliConfig } from '../../brains/cli-install.ts';
 import { providerBinDir } from '../../package-files.ts';
 import { JSON_OPTION, ROOT_OPTION, agentArg, rootOf, type Command } from '../args.ts';
 
@@ -24,8 +24,7 @@ export const doctorCommand: Command = {
     const found = program ? findProgram(program, brain.env?.PATH ?? io.env.PATH ?? '') : null;
     const cwd = brain.cwd ?? agentPaths(root, id).dir;
     const installed = brain.preset ? installedCliConfig({ preset: brain.preset, cwd, root, agentId: id, hive: path.join(providerBinDir(), 'hive') }) : [];
-    // Claude Code and Gemini CLI: five hook entries and the MCP server; Codex: the MCP server.
-    const expected = brain.preset ? (brain.preset === 'codex' ? 1 : 6) : 0;
+    const expected = brain.preset ? expectedEntryCount(brain.preset) : 0;
     const report = {
       agent: id,
       brain: brain.kind ?? null,

@@ -1,0 +1,32 @@
+import { agentPaths } from '../layout/paths.ts';
+import { listDir } from '../fs/atomic.ts';
+import { committedCursor } from './committed-cursor.ts';
+import { commitCursor } from './cursor.ts';
+import { moveToDone, parseInboxName } from './inbox.ts';
+
+/** The highest seq waiting in an agent's inbox folder (0 when it is empty). */
+export function lastInboxSeq(root: string, agentId: string): number {
+  let last = 0;
+  for (const name of listDir(agentPaths(root, agentId).inbox)) {
+    const parsed = parseInboxName(name);
+    if (parsed && parsed.seq > last) last = parsed.seq;
+  }
+  return last;
+}
+
+/**
+ * Marks an externally run agent's inbox handled through `seq` (the hooks socket's acks and
+ * `hive mcp`'s `ack`): forward only, never past what was delivered. `moved` is false for a
+ * seq at or below the cursor (acknowledged already); `beyond` names the last delivered seq
+ * when `seq` is past it (nothing moved). The caller checks that no actor of Hive's runs the
+ * agent: such an agent's cursor moves with its committed turns.
+ */
+export function acknowledgeThrough(root: string, agentId: string, seq: number): { cursor: number; moved: boolean } | { beyond: number } {
+  const cursor = committedCursor(root, agentId);
+  if (seq <= cursor) return { cursor, moved: false };
+  const last = lastInboxSeq(root, agentId);
+  if (seq > last) return { beyond: last };
+  commitCursor(root, agentId, seq);
+  moveToDone(root, agentId, seq);
+  return { cursor: seq, moved: true };
+}
