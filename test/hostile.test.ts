@@ -572,6 +572,8 @@ describe('hostile disk', () => {
       await waitFor(hive, () => repliesTo(hive.root, 'client').includes('by-hand-full'), 'the hand-written message is answered', 20_000);
       await roundTrip(hive, 'after the disk had room again');
       await waitFor(hive, () => readInbox(hive.root, 'god', 0).entries.some((e) => e.message.subject === 'agent(s) fragile failed'), 'god told once there is room');
+      // A resumed actor reports so on its own next step: routing works already, its status follows.
+      await waitFor(hive, () => routerRow(hive).status === 'running' && hive.status().find((s) => s.id === 'g')?.status === 'running', 'router and g report running again', 10_000);
       expect(hive.status().find((s) => s.id === 'g')).toMatchObject({ status: 'running', restarts: 0 });
       expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
       expect(events).toEqual([]);
