@@ -16,7 +16,6 @@ import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { routeOnce } from '../src/router/route.ts';
 import { createDirectoryCache } from '../src/router/directory.ts';
 import { hivePaths } from '../src/layout/paths.ts';
-import { releaseInboxLocks } from '../src/queue/inbox-deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
 import { describeShortage, shortageDelay } from '../src/fs/shortage.ts';
 import { errorMessage } from '../src/errors.ts';
@@ -205,7 +204,7 @@ const api: RouterHostApi = {
     await watcher?.close();
     actor.send({ type: 'hive.stop' });
     await untilStopped(actor);
-    await releaseInboxLocks();
+    transport.close();
     await telemetry?.forceFlush().catch(() => undefined);
   },
   status() {

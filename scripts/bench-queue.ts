@@ -6,7 +6,7 @@ import path from 'node:path';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
-import { deliver } from '../src/queue/inbox-deliver.ts';
+import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { rawDurableWriteRate } from './bench/disk.ts';
 import { median, round, summarize } from './bench/stats.ts';
 
@@ -18,6 +18,9 @@ const root = path.join(base, 'hive');
 await ensureHive(root);
 await ensureAgent(root, { id: 'sender' });
 await ensureAgent(root, { id: 'receiver' });
+// The router's side of delivery: one transport, the only writer of the receiver's inbox log.
+const transport = createFsTransport(root);
+const deliver = (_root: string, to: string, batch: HiveMessage[]) => transport.deliver(to, batch);
 
 function messages(n: number): HiveMessage[] {
   return Array.from({ length: n }, (_, i) => createMessage({ from: 'sender', to: 'receiver', act: 'inform', body: `payload ${i} ${'x'.repeat(200)}` }));

@@ -7,7 +7,7 @@ export { hivePaths, agentPaths, type HivePaths, type AgentPaths } from './layout
 export { createFsTransport, type FsTransportOptions } from './queue/fs-transport.ts';
 export { writeOutbox, writeOutboxAsync, FLUSHED_MESSAGE_MODE } from './queue/outbox.ts';
 export type { Transport, PendingItem } from './queue/transport.ts';
-export type { DeliveryOutcome } from './queue/inbox-deliver.ts';
+export type { DeliveryOutcome } from './queue/inbox-writer.ts';
 export type { InboxEntry } from './queue/inbox.ts';
 export type { DeadLetterReason } from './queue/dead-letter.ts';
 export { acquireHiveLock, type HiveLock, type HiveLockOptions } from './lock/hive-lock.ts';

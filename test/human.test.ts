@@ -2,7 +2,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
 import { runHive } from './helpers/fixture.ts';
-import { listInbox, readInbox, readInboxEntry } from '../src/queue/inbox.ts';
+import { listInbox, readInbox } from '../src/queue/inbox.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
 import fs from 'node:fs';
 import { questionsFile } from '../src/human/ledger.ts';
@@ -13,7 +13,7 @@ import { stableId } from '../src/protocol/ids.ts';
 
 const writer = { kind: 'machine' as const, module: path.join(process.cwd(), 'scripts', 'demo', 'writer.ts') };
 const inbox = (root: string, id: string) => readInbox(root, id, 0).entries.map((e) => e.message);
-const everything = (root: string, id: string) => listInbox(root, id).map((e) => readInboxEntry(root, id, e.name)!);
+const everything = (root: string, id: string) => listInbox(root, id).map((e) => e.message!);
 
 describe('human in the loop', () => {
   it('a needs_human question becomes an ASK ME card; the answer reaches the asker in the same conversation', async () => {

@@ -10,7 +10,7 @@ import { DEFAULT_ROUTER_SETTINGS, routeOnce } from '../src/router/route.ts';
 import { readDirectory } from '../src/router/directory.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
-import { listInbox, readInbox, readInboxEntry } from '../src/queue/inbox.ts';
+import { listInbox, readInbox } from '../src/queue/inbox.ts';
 import { releaseInboxLocks } from '../src/queue/inbox-deliver.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
 import { AgentActor } from '../src/agent/agent-actor.ts';
@@ -125,7 +125,7 @@ function problemsAfterRecovery(root: string, acked: Set<string>): string[] {
   const problems: string[] = [];
   const replies = new Map<string, number>();
   for (const e of listInbox(root, 'client')) {
-    const m = readInboxEntry(root, 'client', e.name);
+    const m = e.message;
     if (m?.in_reply_to) replies.set(m.in_reply_to, (replies.get(m.in_reply_to) ?? 0) + 1);
   }
   for (const id of acked) if (replies.get(id) !== 1) problems.push(`acknowledged request ${id} has ${replies.get(id) ?? 0} replies`);

@@ -10,7 +10,7 @@ import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { hivePaths } from '../src/layout/paths.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage } from '../src/protocol/message.ts';
-import { listInbox, readInbox, readInboxEntry } from '../src/queue/inbox.ts';
+import { listInbox, readInbox } from '../src/queue/inbox.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import { deliver } from '../src/queue/inbox-deliver.ts';
 import { committedCursor } from '../src/queue/committed-cursor.ts';
@@ -30,7 +30,7 @@ describe('kickoff messages are sent once, ever', () => {
   it('across restarts, and when kickoff.json was lost after the send (the same ids are dropped as copies)', async () => {
     const root = tempRoot();
     const config = fastConfig({ root, agents: [{ id: 'echo', brain: { kind: 'echo' } }, client], kickoff: [{ from: 'client', to: 'echo', act: 'request', body: 'go' }] });
-    const kickoffs = () => listInbox(root, 'echo').filter((e) => readInboxEntry(root, 'echo', e.name)?.body === 'go').length;
+    const kickoffs = () => listInbox(root, 'echo').filter((e) => e.message?.body === 'go').length;
     for (const lose of [false, false, true]) {
       if (lose) fs.rmSync(path.join(root, 'kickoff.json')); // as if the write after the send never happened
       const hive = createHive(config);
@@ -147,7 +147,7 @@ describe('session commands reach a running hive through its control socket', () 
 
     const switched = { kind: 'command' as const, command: '/usr/bin/env', args: [process.execPath, ...answerCli.args] };
     const hive = await startHive(fastConfig({ root, agents: [{ id: 'cli', brain: switched }, client] }));
-    await waitFor(hive, () => listInbox(root, 'god').some((e) => readInboxEntry(root, 'god', e.name)?.subject === 'cli switched provider'), 'offer to god');
+    await waitFor(hive, () => listInbox(root, 'god').some((e) => e.message?.subject === 'cli switched provider'), 'offer to god');
     const r = await cli(['switch', 'cli', '--snapshot', 'recap', '--root', root]);
     expect(r.code, r.stderr).toBe(0);
     await hive.send({ from: 'client', to: 'cli', act: 'request', body: 'three' });

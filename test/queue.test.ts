@@ -1,15 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { tempRoot } from './helpers/temp.ts';
 import { describeTransportConformance } from './conformance/transport.ts';
 import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { agentPaths, hivePaths } from '../src/layout/paths.ts';
 import { createMessage } from '../src/protocol/message.ts';
-import { moveToDone, readInbox, listInbox } from '../src/queue/inbox.ts';
-import { deliver, resetInboxCache } from '../src/queue/inbox-deliver.ts';
+import { readInbox, listInbox } from '../src/queue/inbox.ts';
+import { encodeEntryLine } from '../src/queue/inbox-log.ts';
 import { readOutbox, writeOutbox, writeOutboxAsync } from '../src/queue/outbox.ts';
 import { commitCursor, readCursor } from '../src/queue/cursor.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
@@ -31,7 +31,7 @@ describe('hive layout', () => {
   it('ensureHive and ensureAgent are idempotent and create the on-disk layout', async () => {
     const root = await hiveWith('alice');
     const p = agentPaths(root, 'alice');
-    for (const f of [p.identity, p.memory, p.outbox, p.sent, p.inbox, p.done, p.cursor]) expect(fs.existsSync(f)).toBe(true);
+    for (const f of [p.identity, p.memory, p.outbox, p.sent, p.inbox, p.cursor]) expect(fs.existsSync(f)).toBe(true);
     for (const f of Object.values(hivePaths(root)).filter((x) => !/lock|sock/.test(x))) {
       expect(fs.existsSync(f), f).toBe(true);
     }
@@ -53,96 +53,132 @@ describe('hive layout', () => {
   });
 });
 
-describe('inbox', () => {
-  it('delivering the same ids twice creates no duplicates, even from a fresh process cache', async () => {
+describe('inbox logs', () => {
+  const msg = (body: string, to = 'b') => createMessage({ from: 'a', to, act: 'inform', body });
+  const segmentsOf = (root: string, id = 'b') => fs.readdirSync(agentPaths(root, id).inbox).filter((n) => n.endsWith('.jsonl')).sort();
+
+  it('delivering the same ids twice creates no duplicates, even from a new transport (a restart)', async () => {
     const root = await hiveWith('a', 'b');
-    const msgs = Array.from({ length: 50 }, (_, i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: String(i) }));
-    await deliver(root, 'b', msgs);
-    resetInboxCache();
-    const again = await deliver(root, 'b', msgs);
+    const msgs = Array.from({ length: 50 }, (_, i) => msg(String(i)));
+    const first = createFsTransport(root);
+    await first.deliver('b', msgs);
+    first.close();
+    const again = await createFsTransport(root).deliver('b', msgs);
     expect(again.every((o) => o.status === 'duplicate')).toBe(true);
-    expect(listInbox(root, 'b')).toHaveLength(50);
+    expect(listInbox(root, 'b').map((e) => e.seq)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    // One segment, one line per entry, readable with a shell's tools.
+    const lines = fs.readFileSync(path.join(agentPaths(root, 'b').inbox, '000000000001.jsonl'), 'utf8').trim().split('\n');
+    expect(lines.map((l) => (JSON.parse(l) as { message: { body: string } }).message.body)).toEqual(msgs.map((m) => m.body));
   });
 
-  it('a delivery that dies after some renames leaves no .head token another process would trust', async () => {
-    const root = await hiveWith('a', 'b');
-    await deliver(root, 'b', [createMessage({ from: 'a', to: 'b', act: 'inform', body: 'first' })], { holdMs: 0 });
-    const head = () => fs.readFileSync(agentPaths(root, 'b').inboxHead, 'utf8').trim();
-    const trusted = head(); // what another process's cache now holds
-    const real = fs.renameSync;
-    let renames = 0;
-    const spy = vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
-      if (/\/\d+-[^/]*\.json$/.test(String(to)) && ++renames === 2) throw new Error('simulated crash between renames');
-      real(from, to);
-    });
-    const batch = [1, 2, 3].map((i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: `batch ${i}` }));
-    try {
-      await expect(deliver(root, 'b', batch, { holdMs: 0 })).rejects.toThrow('simulated crash');
-    } finally {
-      spy.mockRestore();
-    }
-    expect(listInbox(root, 'b').map((e) => e.seq)).toEqual([1, 2]); // one entry of the batch landed
-    expect(head()).not.toBe(trusted);
-    // The sender tries the batch again (as the router does after a crash): the entry that
-    // landed is a duplicate, the rest follow it gap-free. A SIGKILL there: crash-windows.test.ts.
-    resetInboxCache();
-    const retried = await deliver(root, 'b', batch, { holdMs: 0 });
-    expect(retried.map((o) => o.status)).toEqual(['duplicate', 'delivered', 'delivered']);
-    expect(listInbox(root, 'b').map((e) => e.seq)).toEqual([1, 2, 3, 4]);
-    expect(new Set(listInbox(root, 'b').map((e) => e.id)).size).toBe(4);
-  });
-
-  it('the dedupe horizon, at its edge: a copy is dropped while its id is among the last doneCap processed entries; beyond, it is delivered again (README)', async () => {
-    const root = await hiveWith('a', 'b');
-    const cap = 10;
-    const msg = (body: string) => createMessage({ from: 'a', to: 'b', act: 'inform', body });
-    const first = msg('first');
-    let seq = 0;
-    const processMore = async (messages: ReturnType<typeof msg>[]) => {
-      await deliver(root, 'b', messages, { doneCap: cap });
-      seq += messages.length;
-      commitCursor(root, 'b', seq);
-      moveToDone(root, 'b', seq, cap);
-      trimFolder(agentPaths(root, 'b').done, cap); // exactly the cap (noteAdded trims lazily, to at most 110% + 16)
-      resetInboxCache(); // as after a restart: only inbox/ and .done/ are known
-    };
-    await processMore([first, ...Array.from({ length: cap - 1 }, (_, i) => msg(`within ${i}`))]);
-    expect((await deliver(root, 'b', [first], { doneCap: cap }))[0]!.status).toBe('duplicate'); // the oldest of the last `cap`
-    await processMore([msg('one more')]);
-    expect((await deliver(root, 'b', [first], { doneCap: cap }))[0]!.status).toBe('delivered'); // now beyond the horizon
-  });
-
-  it('remembers ids after entries moved to .done and keeps seq monotonic', async () => {
-    const root = await hiveWith('a', 'b');
-    const m = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'x' });
-    await deliver(root, 'b', [m]);
-    commitCursor(root, 'b', 1);
-    moveToDone(root, 'b', 1);
-    resetInboxCache();
-    expect((await deliver(root, 'b', [m]))[0]!.status).toBe('duplicate');
-    const [next] = await deliver(root, 'b', [createMessage({ from: 'a', to: 'b', act: 'inform', body: 'y' })]);
-    expect(next).toMatchObject({ status: 'delivered', seq: 2 });
-  });
-
-  it('reads only entries after the cursor and reports garbage files as rejected', async () => {
-    const root = await hiveWith('a', 'b');
-    await deliver(root, 'b', [1, 2, 3].map((i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: String(i) })));
-    const inbox = agentPaths(root, 'b').inbox;
-    fs.writeFileSync(path.join(inbox, 'garbage.json'), 'nope');
-    fs.writeFileSync(path.join(inbox, '000000000099-fake.json'), '{"half":');
-    const { entries, rejected } = readInbox(root, 'b', 1);
-    expect(entries.map((e) => e.seq)).toEqual([2, 3]);
-    expect(rejected.map((r) => r.name).sort()).toEqual(['000000000099-fake.json', 'garbage.json']);
-  });
-
-  it('the transport dead-letters garbage it finds while reading', async () => {
+  it('a torn tail at every byte offset of the last entry is cut at recovery; no acknowledged entry is lost and seqs stay gap-free', async () => {
     const root = await hiveWith('a', 'b');
     const t = createFsTransport(root);
-    fs.writeFileSync(path.join(agentPaths(root, 'b').inbox, 'junk.txt'), 'junk');
-    expect(await t.read('b', 0)).toEqual([]);
+    const acked = [msg('one'), msg('two'), msg('three')];
+    await t.deliver('b', acked);
+    t.close();
+    const seg = path.join(agentPaths(root, 'b').inbox, '000000000001.jsonl');
+    const base = fs.statSync(seg).size;
+    const lost = msg('torn');
+    const line = Buffer.from(`{"seq":4,"sum":"0123456789abcdef","message":${JSON.stringify(lost)}}\n`);
+    for (let k = 1; k < line.length; k++) {
+      fs.truncateSync(seg, base);
+      fs.appendFileSync(seg, line.subarray(0, k));
+      // Written but never synced: no reader handles it.
+      expect(readInbox(root, 'b', 0).entries.map((e) => e.id)).toEqual(acked.map((m) => m.id));
+      const next = createFsTransport(root);
+      const [o] = await next.deliver('b', [lost]); // the router's retry after the crash
+      expect(o, `cut after ${k} bytes`).toMatchObject({ status: 'delivered', seq: 4 });
+      const { entries, rejected } = readInbox(root, 'b', 0);
+      expect(entries.map((e) => e.id)).toEqual([...acked, lost].map((m) => m.id));
+      expect(rejected).toEqual([]);
+      next.close();
+      fs.truncateSync(seg, base);
+    }
+    // A half line is a write cut short: logged, not dead-lettered. The final byte (the newline) missing is one too.
+    expect(listDeadLetters(root)).toEqual([]);
+  });
+
+  it('readers never go past .synced: lines a killed router wrote but did not flush are handled only after the next open flushes them', async () => {
+    const root = await hiveWith('a', 'b');
+    const t = createFsTransport(root);
+    await t.deliver('b', [msg('flushed')]);
+    t.close();
+    const unflushed = msg('not flushed');
+    fs.appendFileSync(path.join(agentPaths(root, 'b').inbox, '000000000001.jsonl'), encodeEntryLine(2, unflushed));
+    expect(readInbox(root, 'b', 0).entries.map((e) => e.seq)).toEqual([1]);
+    const next = createFsTransport(root);
+    expect(await next.deliver('b', [unflushed, msg('new')])).toMatchObject([{ status: 'duplicate' }, { status: 'delivered', seq: 3 }]);
+    expect(readInbox(root, 'b', 0).entries.map((e) => e.seq)).toEqual([1, 2, 3]);
+  });
+
+  it('the dedupe horizon, at its edge: a copy is dropped while its id is among the last doneCap handled entries; beyond, it is delivered again (README)', async () => {
+    const root = await hiveWith('a', 'b');
+    const cap = 10;
+    const first = msg('first');
+    let seq = 0;
+    // Every batch its own segment (segmentBytes 1), so compaction can drop exactly what the horizon allows.
+    const transport = () => createFsTransport(root, { doneCap: cap, segmentBytes: 1 });
+    const processMore = async (messages: ReturnType<typeof msg>[]) => {
+      const t = transport();
+      for (const m of messages) {
+        await t.deliver('b', [m]);
+        commitCursor(root, 'b', (seq += 1)); // handled at once
+      }
+      t.close();
+    };
+    await processMore([first, ...Array.from({ length: cap - 1 }, (_, i) => msg(`within ${i}`))]);
+    expect((await transport().deliver('b', [first]))[0]!.status).toBe('duplicate'); // the oldest of the last `cap`
+    await processMore([msg('one more'), msg('and one more')]); // the roll to the second drops the first's segment
+    expect(segmentsOf(root)[0]).toBe('000000000002.jsonl');
+    expect((await transport().deliver('b', [first]))[0]!.status).toBe('delivered'); // now beyond the horizon
+  });
+
+  it('reads only entries after the cursor; a line that fails its check keeps its seq and is rejected with the reason', async () => {
+    const root = await hiveWith('a', 'b');
+    await createFsTransport(root).deliver('b', [1, 2, 3].map((i) => msg(String(i))));
+    const seg = path.join(agentPaths(root, 'b').inbox, '000000000001.jsonl');
+    fs.writeFileSync(seg, fs.readFileSync(seg, 'utf8').replace('"body":"2"', '"body":"X"')); // edited by hand
+    fs.writeFileSync(path.join(agentPaths(root, 'b').inbox, 'notes.txt'), 'a person left this here'); // not a segment: never read
+    expect(readInbox(root, 'b', 1).entries.map((e) => e.seq)).toEqual([3]);
+    const { rejected } = readInbox(root, 'b', 1);
+    expect(rejected.map((r) => [r.seq, r.error.message])).toEqual([[2, expect.stringContaining('fails its checksum')]]);
+    const t = createFsTransport(root);
+    expect((await t.read('b', 0)).map((e) => e.seq)).toEqual([1, 3]);
     const dl = listDeadLetters(root);
     expect(dl).toHaveLength(1);
-    expect(dl[0]!.reason).toMatchObject({ source: 'agents/b/inbox/junk.txt' });
+    expect(dl[0]!.reason).toMatchObject({ source: 'agents/b/inbox/000000000001.jsonl#2', code: 'E_BAD_MESSAGE' });
+  });
+
+  it('whole lines of junk at the end of a log are kept in dead-letter/ and cut off when the router opens it; delivery goes on gap-free', async () => {
+    const root = await hiveWith('a', 'b');
+    await createFsTransport(root).deliver('b', [msg('one')]);
+    fs.appendFileSync(path.join(agentPaths(root, 'b').inbox, '000000000001.jsonl'), 'junk written by hand\n');
+    const [o] = await createFsTransport(root).deliver('b', [msg('two')]);
+    expect(o).toMatchObject({ status: 'delivered', seq: 2 });
+    expect(readInbox(root, 'b', 0)).toMatchObject({ entries: [{ seq: 1 }, { seq: 2 }], rejected: [] });
+    const dl = listDeadLetters(root);
+    expect(dl.map((d) => d.name)).toEqual([expect.stringMatching(/^at-\d+-of-b-000000000001\.jsonl$/)]);
+    expect(fs.readFileSync(path.join(hivePaths(root).deadLetter, dl[0]!.name), 'utf8')).toBe('junk written by hand\n');
+  });
+
+  it('a reader follows the log across segments, and a symlink or FIFO named like a segment is never opened', async () => {
+    const root = await hiveWith('a', 'b');
+    const t = createFsTransport(root, { segmentBytes: 600 });
+    const all = Array.from({ length: 12 }, (_, i) => msg(`m${i}`));
+    for (const m of all) await t.deliver('b', [m]);
+    expect(segmentsOf(root).length).toBeGreaterThan(2);
+    const reader = createFsTransport(root);
+    const got: number[] = [];
+    for (let cursor = 0; cursor < 12; ) {
+      const batch = await reader.read('b', cursor, 5);
+      got.push(...batch.map((e) => e.seq));
+      cursor = batch.at(-1)!.seq;
+    }
+    expect(got).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    fs.symlinkSync('/etc/passwd', path.join(agentPaths(root, 'b').inbox, '000000000900.jsonl'));
+    expect((await createFsTransport(root).deliver('b', [msg('after the link')]))[0]).toMatchObject({ status: 'delivered', seq: 13 });
+    expect(readInbox(root, 'b', 12).entries.map((e) => e.message.body)).toEqual(['after the link']);
   });
 });
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
 import { FIXTURES, collectLines, startFixture } from './helpers/fixture.ts';
 import { tempRoot } from './helpers/temp.ts';
-import { readInbox, listInbox, readInboxEntry } from '../src/queue/inbox.ts';
+import { readInbox, listInbox } from '../src/queue/inbox.ts';
 import { currentSession } from '../src/session/session.ts';
 import { sessionPaths } from '../src/session/paths.ts';
 import { readJsonl } from '../src/session/journal.ts';
@@ -228,7 +228,7 @@ describe('sessions: caps, sweep, clear, archive, snapshots', () => {
     // Another program (env running the same script): a different provider identity.
     const switched = { kind: 'command' as const, command: '/usr/bin/env', args: [process.execPath, ...answerCli.args] };
     const hive = await startHive(fastConfig({ root, agents: [{ id: 'cli', brain: switched }, client] }));
-    await waitFor(hive, () => listInbox(root, 'god').some((e) => readInboxEntry(root, 'god', e.name)?.subject === 'cli switched provider'), 'offer to god');
+    await waitFor(hive, () => listInbox(root, 'god').some((e) => e.message?.subject === 'cli switched provider'), 'offer to god');
     expect(readArchive(root)[0]).toMatchObject({ agent: 'cli', reason: 'provider switch', turns: 2 });
     const { runSessionAction } = await import('../src/session/actions.ts');
     await runSessionAction(root, 'cli', 'switch-keep', {}, hive.supervisor);
@@ -243,7 +243,7 @@ describe('sessions: caps, sweep, clear, archive, snapshots', () => {
     await (await talk(config, ['remember the blue door', 'and the red key'])).close();
     const switched = { kind: 'command' as const, command: '/usr/bin/env', args: [process.execPath, ...answerCli.args] };
     const hive = await startHive(fastConfig({ root, agents: [{ id: 'cli', brain: switched }, client], sessions: { historyBytes: 200 } }));
-    await waitFor(hive, () => listInbox(root, 'god').some((e) => readInboxEntry(root, 'god', e.name)?.subject === 'cli switched provider'), 'offer to god');
+    await waitFor(hive, () => listInbox(root, 'god').some((e) => e.message?.subject === 'cli switched provider'), 'offer to god');
     const { runSessionAction } = await import('../src/session/actions.ts');
     await runSessionAction(root, 'cli', 'switch-keep', {}, hive.supervisor);
     expect(hive.status().find((s) => s.id === 'cli')?.conversation).toBe('tail');

@@ -6,7 +6,7 @@ import { collectLines, startFixture } from './helpers/fixture.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
-import { listInbox, readInboxEntry } from '../src/queue/inbox.ts';
+import { listInbox } from '../src/queue/inbox.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 import { seededRandom } from './helpers/power-loss/crash-states.ts';
@@ -26,7 +26,7 @@ function startSupervisor(root: string): Promise<{ child: ChildProcess; exited: P
 }
 
 function replies(root: string): HiveMessage[] {
-  return listInbox(root, 'client').map((e) => readInboxEntry(root, 'client', e.name)!);
+  return listInbox(root, 'client').map((e) => e.message!);
 }
 
 describe('supervisor SIGKILL', () => {

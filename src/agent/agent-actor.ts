@@ -16,7 +16,7 @@ import type { Brain, BrainInput, BrainOutput, BrainTurn } from '../brains/types.
 import { describeInput } from '../brains/prompt.ts';
 import { Session, currentSession } from '../session/session.ts';
 import { agentPaths } from '../layout/paths.ts';
-import { readInboxRejecting } from '../queue/inbox.ts';
+import { InboxReader } from '../queue/inbox.ts';
 import { deadLetterData, relativeToHive } from '../queue/dead-letter.ts';
 import { commitCursor } from '../queue/cursor.ts';
 import { appendEvent } from '../log/event-log.ts';
@@ -88,9 +88,12 @@ export class AgentActor {
   /** Every step that writes runs through it: a full disk pauses the actor, never crashes it. */
   private readonly gate: ShortageGate;
   private readonly runStep: StepRunner;
+  /** Remembers where the last read of the inbox log ended. */
+  private readonly inbox: InboxReader;
 
   constructor(private readonly o: AgentActorOptions) {
     this.id = o.spec.id;
+    this.inbox = new InboxReader(o.root, o.spec.id);
     this.clock = o.clock ?? realClock;
     this.turnClock = o.spec.turnClock ? new TurnClock(o.spec.turnClock) : null;
     this.gate = new ShortageGate({
@@ -111,7 +114,7 @@ export class AgentActor {
     // Provider processes a previous worker of this agent left running die first: the turn
     // they were for is about to be run again (or was committed), and must not run twice.
     sweepProviders(this.o.root, this.id);
-    const restored = await this.runStep(() => restoreAgentState(this.o.root, this.id, this.o.settings.doneCap));
+    const restored = await this.runStep(() => restoreAgentState(this.o.root, this.id));
     this.restoredFrom = restored.from;
     // The brain checks the committed state fits it (a machine agent restores its machine),
     // and may ask for timers armed as it started.
@@ -119,7 +122,7 @@ export class AgentActor {
     const armed = (await this.o.brain.restore?.(restored.context.brainState, startNow)) ?? [];
     if (armed.length > 0) restored.context.timers = nextTimers(this.id, { kind: 'timer', timer: { id: 'start', name: 'start', at: startNow, payload: null } }, restored.context.timers, armed, [], startNow);
     // What the restore had to finish of the last commit (the crash-window tests read it).
-    appendEvent(this.o.root, { type: 'actor.restored', agent: this.id, from: restored.from, commit: restored.commit, cursor: restored.context.cursor, reemitted: restored.reemitted, moved: restored.moved });
+    appendEvent(this.o.root, { type: 'actor.restored', agent: this.id, from: restored.from, commit: restored.commit, cursor: restored.context.cursor, reemitted: restored.reemitted });
     if (this.o.brain.conversational) {
       const current = currentSession(this.o.root, this.id);
       this.session = new Session(this.o.root, this.id, current.key, this.o.settings.sessionCaps, current.commit ?? null);
@@ -301,7 +304,7 @@ export class AgentActor {
     const now = this.clock.now();
     const due = timers.filter((t) => t.at <= now);
     const batch = this.o.spec.turnBatch ?? this.o.settings.turnBatch;
-    const read = readInboxRejecting(this.o.root, this.id, cursor, batch);
+    const read = this.inbox.readRejecting(cursor, batch);
     const entries: WorkEntry[] = [];
     for (const e of read) {
       if (e.seq !== cursor + 1 + entries.length) break;
@@ -513,7 +516,7 @@ export class AgentActor {
     const work = this.actor?.getSnapshot().context.work;
     const previous = this.actor ? persistedOf(this.actor.getSnapshot().context) : undefined;
     // Reported once the turn is durable (state.wal), not after its effects: the reply files
-    // and the move to .done follow, and a restore would finish them from the commit record.
+    // follow, and a restore would finish them from the commit record.
     const committed = () =>
       this.o.emit({
         type: 'actor.processed',
@@ -530,7 +533,6 @@ export class AgentActor {
       root: this.o.root,
       next,
       messages,
-      doneCap: this.o.settings.doneCap,
       debt: this.debt,
       session,
       ...(previous ? { previous } : {}),
@@ -551,7 +553,7 @@ export class AgentActor {
       deadLetterData(this.o.root, `poison-${this.id}-${name}`, encodeMessage(poison.message), {
         error: `Message crashed the brain of "${this.id}" ${poison.attempts} times in a row (poison)${last}`,
         code: 'E_POISON',
-        source: relativeToHive(this.o.root, `${p.inbox}/${name}`),
+        source: `${relativeToHive(this.o.root, p.inbox)}#${poison.seq}`,
         agent: this.id,
         attempts: poison.attempts,
       }, { exactName: true }),
@@ -566,7 +568,7 @@ export class AgentActor {
     );
     await this.runStep(() => writeOutbox(this.o.root, [notice]));
     this.o.emit({ type: 'outbox.written', agent: SYSTEM_SENDER, count: 1 });
-    this.debt = (await commitTurn(this.store!, { root: this.o.root, next, messages: [], doneCap: this.o.settings.doneCap, debt: this.debt, runStep: this.runStep })).debt;
+    this.debt = (await commitTurn(this.store!, { root: this.o.root, next, messages: [], debt: this.debt, runStep: this.runStep })).debt;
     this.inflight = null;
     this.o.emit({
       type: 'actor.poisoned',

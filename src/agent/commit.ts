@@ -2,7 +2,6 @@ import { agentPaths } from '../layout/paths.ts';
 import { fsyncDirAsync, syncFileAsync } from '../fs/atomic.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { writeOutbox } from '../queue/outbox.ts';
-import { moveToDone } from '../queue/inbox.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
 import type { SessionTurn, StateStore } from './state-store.ts';
 import { crashPoint } from '../testing/crash-point.ts';
@@ -19,8 +18,9 @@ import { plantActive } from '../testing/seams.ts';
  *      step 0 of turn N+1 may tear them; restore re-writes `lastTurn.messages` missing or
  *      unreadable in outbox/ and not in outbox/.sent/ (same ids: the router drops copies).
  *      Only the last turn can be in debt, and its commit record holds its messages.
- *   3. inbox entries → .done                        crash before: restore moves entries ≤ cursor
- *   4. cursor.json mirror                           lazily; the commit record wins
+ *   3. cursor.json mirror                           lazily; the commit record wins
+ * The handled inbox entries stay in the inbox log: the cursor in the record is what says
+ * they were handled (the router compacts old segments).
  *
  * Why the debt: an fsync is the costliest step of a turn; syncing every outbox copy
  * inside the commit would double the cost of a turn for data the commit already holds.
@@ -63,7 +63,6 @@ export interface CommitInput {
   root: string;
   next: PersistedAgentContext;
   messages: HiveMessage[];
-  doneCap: number;
   /** The previous turn's outbox files not flushed yet (step 0 pays them). */
   debt: SyncDebt;
   /** What the turn adds to the conversation (kept in the commit record: see SessionTurn). */
@@ -95,6 +94,5 @@ export async function commitTurn(store: StateStore, c: CommitInput): Promise<{ d
   c.onCommitted?.();
   const written = c.messages.length > 0 ? await runStep(() => writeOutbox(c.root, c.messages, { durable: false })) : [];
   crashPoint('commit.after-outbox');
-  await runStep(() => moveToDone(c.root, c.next.agentId, c.next.cursor, c.doneCap));
   return { debt: written, commit: record.commit };
 }

@@ -5,7 +5,6 @@ import { sweepTempFiles } from '../fs/atomic.ts';
 import { readRegularText } from '../fs/regular-file.ts';
 import { parseMessage, parseMessageText, type HiveMessage } from '../protocol/message.ts';
 import { writeOutbox } from '../queue/outbox.ts';
-import { moveToDone } from '../queue/inbox.ts';
 import { commitCursor, readCursor } from '../queue/cursor.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
 import { readStateFile, type SessionTurn } from './state-store.ts';
@@ -17,8 +16,6 @@ export interface Restored {
   commit: number;
   /** Messages of the last committed turn that had to be written again. */
   reemitted: number;
-  /** Processed inbox entries (seq ≤ cursor) moved to .done here: their move was lost in a crash. */
-  moved: number;
   /** The conversation the last committed turn added (for a session whose history fell behind). */
   lastSession: SessionTurn[];
 }
@@ -35,11 +32,12 @@ function isIntact(file: string, id: string): boolean {
 /**
  * Brings an agent's folder back to its last commit after a crash and returns the context
  * to restore the actor from: temp files swept, the last turn's messages re-written where
- * missing or torn, processed inbox entries moved to .done, cursor.json mirrored.
+ * missing or torn, cursor.json mirrored. (Handled inbox entries stay in the log: the
+ * cursor is what says they were handled.)
  */
-export function restoreAgentState(root: string, agentId: string, doneCap: number): Restored {
+export function restoreAgentState(root: string, agentId: string): Restored {
   const p = agentPaths(root, agentId);
-  for (const dir of [p.dir, p.outbox, p.inbox, p.sent, p.done]) sweepTempFiles(dir);
+  for (const dir of [p.dir, p.outbox, p.inbox, p.sent]) sweepTempFiles(dir);
   const state = readStateFile(root, agentId);
   if (!state) {
     let cursor = 0;
@@ -48,8 +46,7 @@ export function restoreAgentState(root: string, agentId: string, doneCap: number
     } catch {
       cursor = 0;
     }
-    const moved = moveToDone(root, agentId, cursor, doneCap);
-    return { context: { agentId, cursor, handled: 0, turns: 0, brainState: null, timers: [] }, from: 'fresh', commit: 0, reemitted: 0, moved, lastSession: [] };
+    return { context: { agentId, cursor, handled: 0, turns: 0, brainState: null, timers: [] }, from: 'fresh', commit: 0, reemitted: 0, lastSession: [] };
   }
   const missing = state.lastTurn.messages
     .map((m) => parseMessage(m))
@@ -57,7 +54,6 @@ export function restoreAgentState(root: string, agentId: string, doneCap: number
     .map((r) => r.message)
     .filter((m) => !isIntact(path.join(p.outbox, `${m.id}.json`), m.id) && !fs.existsSync(path.join(p.sent, `${m.id}.json`)));
   if (missing.length > 0) writeOutbox(root, missing);
-  const moved = moveToDone(root, agentId, state.cursor, doneCap);
   commitCursor(root, agentId, state.cursor, { durable: false });
-  return { context: { ...state.snapshot.context, cursor: state.cursor }, from: 'state', commit: state.commit, reemitted: missing.length, moved, lastSession: state.lastTurn.session ?? [] };
+  return { context: { ...state.snapshot.context, cursor: state.cursor }, from: 'state', commit: state.commit, reemitted: missing.length, lastSession: state.lastTurn.session ?? [] };
 }

@@ -8,7 +8,7 @@ import { remember } from '../memory/remember.ts';
 import { ChaosChild } from './child.ts';
 import { createRng } from './rng.ts';
 import { CLIENT, Workload } from './workload.ts';
-import { FAULT_KINDS, WHILE_DOWN, brainThrow, diskFull, fifo, garbageInbox, garbageOutbox, strayFolder, supervisorKill, symlink, workerTerminate, type FaultContext, type FaultKind, type FaultRecord } from './faults.ts';
+import { FAULT_KINDS, WHILE_DOWN, brainThrow, diskFull, fifo, garbageOutbox, strayFolder, supervisorKill, symlink, workerTerminate, type FaultContext, type FaultKind, type FaultRecord } from './faults.ts';
 import { watchRouting } from './routing-watch.ts';
 import { SUPERVISED_KINDS, checkInvariants, type Invariant } from './invariants.ts';
 import { controlRequest } from '../supervisor/control.ts';
@@ -173,13 +173,12 @@ async function runChaosIn(work: string, kinds: readonly FaultKind[], skipped: Pa
       log(`chaos: ${kind}`);
       if (kind === 'supervisor-kill' || WHILE_DOWN.has(kind)) {
         const riders: FaultKind[] = WHILE_DOWN.has(kind) ? [kind] : [];
-        if (kind === 'supervisor-kill' && rng.next() < 0.5) riders.push(rng.pick(['journal-truncate', 'stale-lock'] as const));
+        if (kind === 'supervisor-kill' && rng.next() < 0.5) riders.push(rng.pick(['journal-truncate', 'torn-inbox', 'garbage-inbox'] as const));
         const slow = riders.includes('slow-disk');
         await supervisorKill(ctx, riders, slow);
         slowActive = slow;
       } else if (kind === 'worker-terminate') await workerTerminate(ctx);
       else if (kind === 'brain-throw') await brainThrow(ctx);
-      else if (kind === 'garbage-inbox') await garbageInbox(ctx);
       else if (kind === 'garbage-outbox') await garbageOutbox(ctx);
       else if (kind === 'stray-folder') await strayFolder(ctx);
       else if (kind === 'fifo') await fifo(ctx);

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { agentPaths, hivePaths } from '../layout/paths.ts';
@@ -16,7 +15,7 @@ export const FAULT_KINDS = [
   'brain-throw',
   'supervisor-kill',
   'journal-truncate',
-  'stale-lock',
+  'torn-inbox',
   'garbage-inbox',
   'garbage-outbox',
   'slow-disk',
@@ -28,7 +27,7 @@ export const FAULT_KINDS = [
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** Faults that need the supervisor down; they ride on a supervisor kill. */
-export const WHILE_DOWN: ReadonlySet<FaultKind> = new Set(['journal-truncate', 'stale-lock', 'slow-disk']);
+export const WHILE_DOWN: ReadonlySet<FaultKind> = new Set(['journal-truncate', 'torn-inbox', 'garbage-inbox', 'slow-disk']);
 
 export interface FaultRecord {
   kind: FaultKind;
@@ -58,11 +57,6 @@ function record(ctx: FaultContext, kind: FaultKind, t0: number, recovered: boole
   ctx.records.push({ kind, at: t0, recoveryMs: recovered ? Date.now() - t0 : null, detail });
 }
 
-function deadPid(): number {
-  const r = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
-  return Number(r.stdout);
-}
-
 async function until(check: () => boolean, timeoutMs: number): Promise<boolean> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
@@ -90,10 +84,10 @@ export async function brainThrow(ctx: FaultContext): Promise<void> {
   record(ctx, 'brain-throw', t0, ok, `${agent}'s brain threw on ${m.id}`);
 }
 
-async function garbage(ctx: FaultContext, kind: 'garbage-inbox' | 'garbage-outbox'): Promise<void> {
+async function garbage(ctx: FaultContext, kind: 'garbage-outbox'): Promise<void> {
   const agent = ctx.rng.pick(ctx.agents);
   const name = `junk-${Date.now()}-${ctx.rng.int(0, 1e6)}.json`;
-  const dir = kind === 'garbage-inbox' ? agentPaths(ctx.root, agent).inbox : agentPaths(ctx.root, agent).outbox;
+  const dir = agentPaths(ctx.root, agent).outbox;
   const t0 = Date.now();
   fs.writeFileSync(path.join(dir, name), ctx.rng.next() < 0.5 ? '{ "half": ' : JSON.stringify({ from: agent, to: '../../etc', act: 'inform', body: 1 }));
   ctx.garbage.add(name);
@@ -101,7 +95,6 @@ async function garbage(ctx: FaultContext, kind: 'garbage-inbox' | 'garbage-outbo
   record(ctx, kind, t0, ok, `${dir.slice(ctx.root.length + 1)}/${name}`);
 }
 
-export const garbageInbox = (ctx: FaultContext) => garbage(ctx, 'garbage-inbox');
 export const garbageOutbox = (ctx: FaultContext) => garbage(ctx, 'garbage-outbox');
 
 /** A folder under agents/ that is no agent (plain, or a symlink out of the hive), and a send to it. */
@@ -207,13 +200,31 @@ function truncateJournals(ctx: FaultContext): string {
   return done.join(', ');
 }
 
-/** While the supervisor is down: inbox locks that name a dead owner (hive.lock is left by the kill). */
-function leaveStaleLocks(ctx: FaultContext): string {
+/** The last segment of a random agent's inbox log (null when nothing was delivered to it yet). */
+function lastSegment(ctx: FaultContext, agent: string): { file: string; name: string } | null {
+  const dir = agentPaths(ctx.root, agent).inbox;
+  const names = fs.readdirSync(dir).filter((n) => /^\d{12}\.jsonl$/.test(n)).sort();
+  const name = names.at(-1);
+  return name ? { file: path.join(dir, name), name } : null;
+}
+
+/** While the supervisor is down: half a line at the end of an inbox log (a write cut short). */
+function tearInbox(ctx: FaultContext): string {
   const agent = ctx.rng.pick(ctx.agents);
-  const p = agentPaths(ctx.root, agent);
-  fs.mkdirSync(p.inboxLock, { recursive: true });
-  fs.writeFileSync(p.inboxLockOwner, JSON.stringify({ pid: deadPid(), host: os.hostname(), started_at: new Date().toISOString(), lock_ino: fs.statSync(p.inboxLock).ino }));
-  return `agents/${agent}/inbox/.lock (dead owner) and hive.lock (killed supervisor)`;
+  const seg = lastSegment(ctx, agent);
+  if (!seg) return `agents/${agent}/inbox: nothing delivered yet, not torn`;
+  fs.appendFileSync(seg.file, '{"seq":999999,"sum":"00000000000000');
+  return `agents/${agent}/inbox/${seg.name} (torn tail)`;
+}
+
+/** While the supervisor is down: a whole line of junk at the end of an inbox log (written by hand): dead-lettered when the router opens the log. */
+function junkInInbox(ctx: FaultContext): string {
+  const agent = ctx.rng.pick(ctx.agents);
+  const seg = lastSegment(ctx, agent);
+  if (!seg) return `agents/${agent}/inbox: nothing delivered yet, no junk written`;
+  fs.appendFileSync(seg.file, ctx.rng.next() < 0.5 ? '{ "half": \n' : `${JSON.stringify({ from: agent, to: '../../etc', act: 'inform', body: 1 })}\n`);
+  ctx.garbage.add(`of-${agent}-${seg.name}`);
+  return `agents/${agent}/inbox/${seg.name} (a line of junk)`;
 }
 
 /**
@@ -227,7 +238,8 @@ export async function supervisorKill(ctx: FaultContext, riders: FaultKind[], slo
   const notes: string[] = [];
   for (const r of riders) {
     if (r === 'journal-truncate') notes.push(truncateJournals(ctx));
-    if (r === 'stale-lock') notes.push(leaveStaleLocks(ctx));
+    if (r === 'torn-inbox') notes.push(tearInbox(ctx));
+    if (r === 'garbage-inbox') notes.push(junkInInbox(ctx));
   }
   const restarted = await ctx.child.start(slow ? ['--test-fsync-delay-ms', '4'] : []).then(
     () => true,

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths, hivePaths } from '../layout/paths.ts';
-import { listInbox, readInboxEntry } from '../queue/inbox.ts';
+import { listInbox } from '../queue/inbox.ts';
 import { listDeadLetters } from '../queue/dead-letter.ts';
 import { readStateFile } from '../agent/state-store.ts';
 import { TMP_PREFIX } from '../fs/atomic.ts';
@@ -46,7 +46,7 @@ export function checkInvariants(root: string, w: Workload, agents: string[], fin
 
   const replies = new Map<string, number>();
   for (const e of listInbox(root, CLIENT)) {
-    const m = readInboxEntry(root, CLIENT, e.name);
+    const m = e.message;
     if (m?.in_reply_to) replies.set(m.in_reply_to, (replies.get(m.in_reply_to) ?? 0) + 1);
   }
   const answerProblems: string[] = [];

@@ -1,19 +1,9 @@
-import { agentPaths } from '../layout/paths.ts';
-import { listDir } from '../fs/atomic.ts';
-import { parseInboxName } from '../queue/inbox.ts';
+import { lastInboxSeq } from '../queue/inbox.ts';
 import { CLIENT } from './workload.ts';
 
-/** The highest seq delivered to the chaos client so far (its inbox and .done/). */
+/** The highest seq delivered to the chaos client so far. */
 function lastClientSeq(root: string): number {
-  const p = agentPaths(root, CLIENT);
-  let last = 0;
-  for (const dir of [p.inbox, p.done]) {
-    for (const name of listDir(dir)) {
-      const parsed = parseInboxName(name);
-      if (parsed && parsed.seq > last) last = parsed.seq;
-    }
-  }
-  return last;
+  return lastInboxSeq(root, CLIENT);
 }
 
 export interface RoutingStall {

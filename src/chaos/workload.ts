@@ -1,7 +1,7 @@
 import { writeOutbox } from '../queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../protocol/message.ts';
 import { answerQuestion, listQuestions } from '../human/questions.ts';
-import { listInbox, readInboxEntry } from '../queue/inbox.ts';
+import { listInbox } from '../queue/inbox.ts';
 import { isTransientResourceError } from '../fs/shortage.ts';
 import type { Rng } from './rng.ts';
 
@@ -76,7 +76,7 @@ export class Workload {
 
   /** True when the client has the reply to request `id`. */
   answered(id: string): boolean {
-    return listInbox(this.root, CLIENT).some((e) => readInboxEntry(this.root, CLIENT, e.name)?.in_reply_to === id);
+    return listInbox(this.root, CLIENT).some((e) => e.message?.in_reply_to === id);
   }
 
   broadcast(): HiveMessage {

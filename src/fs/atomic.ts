@@ -53,7 +53,7 @@ async function syncPathAsync(target: string, dataOnly: boolean): Promise<void> {
 }
 
 /** `syncFd` on libuv's thread pool. Callbacks, not fs.promises: a FileHandle per message showed in the router's profile. */
-async function syncFdAsync(fd: number, dataOnly: boolean): Promise<void> {
+export async function syncFdAsync(fd: number, dataOnly: boolean): Promise<void> {
   const delay = fsyncDelayMs();
   if (delay > 0) await new Promise((r) => setTimeout(r, delay));
   await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,6 @@
 import { agentPaths } from '../layout/paths.ts';
 import { readJsonFile } from '../fs/atomic.ts';
-import { listInbox, readInboxEntry } from '../queue/inbox.ts';
+import { listInbox } from '../queue/inbox.ts';
 import { writeOutbox } from '../queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../protocol/message.ts';
 import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
@@ -80,7 +80,7 @@ function answered(root: string): Map<string, { answer_id: string; at: string }> 
 export function listQuestions(root: string, options: { open?: boolean } = {}): Question[] {
   const answers = answered(root);
   const out: Question[] = [];
-  const rows = listInbox(root, GOD_ID).map((row) => ({ row, m: readInboxEntry(root, GOD_ID, row.name) }));
+  const rows = listInbox(root, GOD_ID).map((row) => ({ row, m: row.message }));
   const withdrawals = rows.filter((r) => r.m && isWithdrawal(r.m)) as { row: (typeof rows)[number]['row']; m: HiveMessage }[];
   for (const { row, m } of rows) {
     if (!m || !isQuestion(m)) continue;

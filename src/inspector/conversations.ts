@@ -1,7 +1,7 @@
 import { hivePaths } from '../layout/paths.ts';
 import { listDir } from '../fs/atomic.ts';
 import { isAgentId, GOD_ID } from '../protocol/agent-id.ts';
-import { listInbox, readInboxEntry } from '../queue/inbox.ts';
+import { listInbox } from '../queue/inbox.ts';
 import { committedCursor } from '../queue/committed-cursor.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { readJsonFile } from '../fs/atomic.ts';
@@ -81,7 +81,7 @@ export function deliveredMessages(root: string, agents?: string[]): MessageRow[]
     }
     const cursor = committedCursor(root, agent);
     for (const e of entries) {
-      const m: HiveMessage | null = readInboxEntry(root, agent, e.name);
+      const m: HiveMessage | null = e.message;
       if (!m) continue;
       const row = rows.get(m.id) ?? {
         id: m.id,

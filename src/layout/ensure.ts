@@ -48,7 +48,7 @@ function agentFilesToWrite(root: string, spec: AgentSpec): { name: string; role:
   const name = spec.name ?? spec.id;
   const role = spec.role ?? 'agent';
   const brain = spec.brain ?? { kind: 'echo' };
-  for (const dir of [p.dir, p.outbox, p.sent, p.inbox, p.done, p.sessions]) makeDir(dir);
+  for (const dir of [p.dir, p.outbox, p.sent, p.inbox, p.sessions]) makeDir(dir);
   const files: FileToWrite[] = [];
   // identity.md is rewritten on every call; when the text is the same, the file already is.
   const identity = identityText({ id: spec.id, name, role, brain });

@@ -5,7 +5,7 @@ import { GOD_ID, isAgentId } from '../protocol/agent-id.ts';
 import { agentPaths } from '../layout/paths.ts';
 import { requireHive } from '../layout/ensure.ts';
 import { writeOutbox } from '../queue/outbox.ts';
-import { listInbox, readInbox, readInboxEntry } from '../queue/inbox.ts';
+import { listInbox, readInbox } from '../queue/inbox.ts';
 import { acknowledgeThrough } from '../queue/external-ack.ts';
 import { committedCursor } from '../queue/committed-cursor.ts';
 import { readRegistry } from '../registry/registry.ts';
@@ -48,7 +48,7 @@ export type SendInput = {
 /** The message of this agent's inbox (live or done) with this id, or null. */
 function received(s: McpScope, id: string): HiveMessage | null {
   const entry = listInbox(s.root, s.agent).find((e) => e.id === id);
-  return entry ? readInboxEntry(s.root, s.agent, entry.name) : null;
+  return entry ? entry.message : null;
 }
 
 /**

@@ -1,18 +1,6 @@
-import { agentPaths } from '../layout/paths.ts';
-import { listDir } from '../fs/atomic.ts';
 import { committedCursor } from './committed-cursor.ts';
 import { commitCursor } from './cursor.ts';
-import { moveToDone, parseInboxName } from './inbox.ts';
-
-/** The highest seq waiting in an agent's inbox folder (0 when it is empty). */
-export function lastInboxSeq(root: string, agentId: string): number {
-  let last = 0;
-  for (const name of listDir(agentPaths(root, agentId).inbox)) {
-    const parsed = parseInboxName(name);
-    if (parsed && parsed.seq > last) last = parsed.seq;
-  }
-  return last;
-}
+import { lastInboxSeq } from './inbox.ts';
 
 /**
  * Marks an externally run agent's inbox handled through `seq` (the hooks socket's acks and
@@ -27,6 +15,5 @@ export function acknowledgeThrough(root: string, agentId: string, seq: number): 
   const last = lastInboxSeq(root, agentId);
   if (seq > last) return { beyond: last };
   commitCursor(root, agentId, seq);
-  moveToDone(root, agentId, seq);
   return { cursor: seq, moved: true };
 }

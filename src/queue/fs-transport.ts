@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
 import type { HiveMessage } from '../protocol/message.ts';
-import { readInboxRejecting, type InboxEntry } from './inbox.ts';
-import { deliver, type MessageSource } from './inbox-deliver.ts';
+import { InboxReader, type InboxEntry } from './inbox.ts';
+import { InboxWriter, type InboxWriterOptions } from './inbox-writer.ts';
 import { encodeMessage, markSent, readOutbox, writeOutboxAsync } from './outbox.ts';
 import { commitCursor, readCursor } from './cursor.ts';
 import { deadLetterData, deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
@@ -12,21 +12,34 @@ import type { PendingItem, Transport } from './transport.ts';
 export interface FsTransportOptions {
   /** How many routed files `outbox/.sent/` keeps (default 1000). */
   sentCap?: number;
-  /** How many processed entries `inbox/.done/` keeps (default 5000). */
+  /** How many processed entries each inbox log keeps for the duplicate check (default 5000). */
   doneCap?: number;
+  /** Bytes after which an inbox log starts a new segment (default 1 MiB). */
+  segmentBytes?: InboxWriterOptions['segmentBytes'];
 }
 
 /**
- * The filesystem transport over a hive root: outbox files, locked seq-numbered inboxes,
- * cursor.json and dead-letter/.
+ * The filesystem transport over a hive root: outbox files, inbox logs (one writer per
+ * inbox: this transport, in the router), cursor.json and dead-letter/. The writers and
+ * readers it keeps (last seq, known ids, read positions) belong to this instance: one
+ * instance per hive may deliver (the router's; `hive.lock` keeps it one per hive).
  * @example const t = createFsTransport('/tmp/hive'); await t.send([msg]);
  */
 export function createFsTransport(root: string, options: FsTransportOptions = {}): Transport {
   const sentCap = options.sentCap ?? 1_000;
   const doneCap = options.doneCap ?? 5_000;
-  // Messages read from outbox files that hold exactly their canonical text: delivery can
-  // hard-link those files instead of writing copies.
-  const sources = new WeakMap<HiveMessage, MessageSource>();
+  const writers = new Map<string, InboxWriter>();
+  const readers = new Map<string, InboxReader>();
+  const writerOf = (id: string) => {
+    let w = writers.get(id);
+    if (!w) writers.set(id, (w = new InboxWriter(root, id, { doneCap, ...(options.segmentBytes ? { segmentBytes: options.segmentBytes } : {}) })));
+    return w;
+  };
+  const readerOf = (id: string) => {
+    let r = readers.get(id);
+    if (!r) readers.set(id, (r = new InboxReader(root, id)));
+    return r;
+  };
   return {
     kind: 'fs',
     async send(messages: HiveMessage[]) {
@@ -34,7 +47,6 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     },
     async pending(sender: string, limit?: number): Promise<PendingItem[]> {
       return readOutbox(root, sender, limit).map((f) => {
-        if (f.parsed.ok && f.text === encodeMessage(f.parsed.message)) sources.set(f.parsed.message, { file: f.file, flushed: f.flushed });
         if (f.parsed.ok) return { ref: f.name, message: f.parsed.message, error: null };
         let ageMs = Infinity;
         try {
@@ -56,16 +68,21 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
       deadLetterData(root, key, encodeMessage(message), reason, { exactName: true });
     },
     async deliver(recipient: string, messages: HiveMessage[]) {
-      return deliver(root, recipient, messages, { doneCap, sourceOf: (m) => sources.get(m) });
+      return writerOf(recipient).append(messages);
     },
     async read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]> {
-      return readInboxRejecting(root, recipient, afterSeq, limit);
+      return readerOf(recipient).readRejecting(afterSeq, limit);
     },
     async cursor(recipient: string) {
       return readCursor(root, recipient);
     },
     async commit(recipient: string, seq: number) {
       commitCursor(root, recipient, seq);
+    },
+    close() {
+      for (const w of writers.values()) w.close();
+      writers.clear();
+      readers.clear();
     },
   };
 }

@@ -1,184 +1,172 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
-import { listDir } from '../fs/atomic.ts';
-import { HiveError, isHiveError } from '../errors.ts';
-import { assertRealDirectory, entryKind, listEntries, readRegularText, type EntryKind } from '../fs/regular-file.ts';
-import { parseMessageText, type HiveMessage } from '../protocol/message.ts';
-import { noteAdded } from '../fs/capped.ts';
-import { deadLetterFile, relativeToHive } from './dead-letter.ts';
-import { makeDir } from '../fs/modes.ts';
+import type { HiveError } from '../errors.ts';
+import { assertRealDirectory } from '../fs/regular-file.ts';
+import type { HiveMessage } from '../protocol/message.ts';
+import { deadLetterData } from './dead-letter.ts';
+import { committedCursor } from './committed-cursor.ts';
+import { decodeEntryLine, listSegments, readSegmentFrom, readSynced, splitLines, type Segment } from './inbox-log.ts';
 
 /**
- * The inbox: `agents/<id>/inbox/<seq>-<id>.json`, seq zero-padded to 12 digits.
- * Entries are delivered by `inbox-deliver.ts` (under the inbox lock); this file holds
- * the reading side: names, reads after a cursor, and moving processed entries to
- * `inbox/.done/` (capped), where their ids stay visible to the idempotency check.
+ * The reading side of an inbox log (format: src/queue/inbox-log.ts). Readers never go past
+ * `inbox/.synced`, so an entry is handled only once it is on stable storage. An agent
+ * keeps one `InboxReader`, which remembers where its last read ended: a turn reads only
+ * the bytes of its own entries, however long the segment.
  */
-
-export const SEQ_WIDTH = 12;
-const INBOX_NAME = /^(\d{12})-([A-Za-z0-9][A-Za-z0-9._-]{0,127})\.json$/;
-export const DEFAULT_DONE_CAP = 5_000;
-
-export function inboxFileName(seq: number, id: string): string {
-  return `${String(seq).padStart(SEQ_WIDTH, '0')}-${id}.json`;
-}
-
-export function parseInboxName(name: string): { seq: number; id: string } | null {
-  const m = INBOX_NAME.exec(name);
-  return m ? { seq: Number(m[1]), id: m[2]! } : null;
-}
 
 export interface InboxEntry {
   seq: number;
   id: string;
-  name: string;
-  file: string;
+  /** Where the entry is, for people: `agents/<id>/inbox/<segment>#<seq>`. */
+  ref: string;
   message: HiveMessage;
 }
 
-export interface RejectedInboxFile {
-  name: string;
-  file: string;
-  seq: number | null;
+export interface RejectedInboxLine {
+  seq: number;
+  ref: string;
+  /** The line as it is in the log. */
+  text: string;
   error: HiveError;
 }
 
 export interface InboxRead {
   entries: InboxEntry[];
-  /** Files that are not valid inbox entries (bad name or bad content): dead-letter them. */
-  rejected: RejectedInboxFile[];
+  /** Lines that are not valid entries (torn, edited by hand): dead-letter them. */
+  rejected: RejectedInboxLine[];
+}
+
+/** Bytes read at a time; doubled while a single line does not fit. */
+const CHUNK = 64 * 1024;
+
+export class InboxReader {
+  private readonly dir: string;
+  private segments: Segment[] = [];
+  /** Where the last read ended: the next line of `file` at `offset` has seq `seq`. */
+  private pos: { file: string; offset: number; seq: number; index: number } | null = null;
+
+  constructor(
+    private readonly root: string,
+    readonly agentId: string,
+  ) {
+    this.dir = agentPaths(root, agentId).inbox;
+  }
+
+  /** Entries with seq > afterSeq, up to `.synced`, in order. */
+  read(afterSeq: number, limit = Infinity): InboxRead {
+    assertRealDirectory(this.dir, `agents/${this.agentId}/inbox`);
+    const out: InboxRead = { entries: [], rejected: [] };
+    const synced = readSynced(this.dir);
+    if (synced <= afterSeq) return out;
+    let at = this.pos?.seq === afterSeq + 1 && this.segments[this.pos.index]?.file === this.pos.file ? this.pos : this.locate(afterSeq + 1);
+    while (at && out.entries.length + out.rejected.length < limit && at.seq <= synced) {
+      const seg = this.segments[at.index]!;
+      const where = `agents/${this.agentId}/inbox/${seg.name}`;
+      let chunk = CHUNK;
+      let lines: ReturnType<typeof splitLines> = [];
+      let eof = false;
+      for (;;) {
+        let buf: Buffer;
+        try {
+          buf = readSegmentFrom(seg.file, at.offset, where, chunk);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+          buf = Buffer.alloc(0); // compacted away under us: go on with the next segment
+        }
+        lines = splitLines(buf, at.offset, at.seq);
+        eof = buf.length < chunk;
+        if (lines.length > 0 || eof) break;
+        chunk *= 2;
+      }
+      for (const l of lines) {
+        if (l.seq < afterSeq + 1) {
+          at = { ...at, offset: l.end, seq: l.seq + 1 };
+          continue;
+        }
+        if (l.seq > synced || out.entries.length + out.rejected.length >= limit) break;
+        const ref = `${where}#${l.seq}`;
+        const d = decodeEntryLine(l.text, l.seq, where);
+        if (d.ok) out.entries.push({ seq: l.seq, id: d.message.id, ref, message: d.message });
+        else out.rejected.push({ seq: l.seq, ref, text: l.text, error: d.error });
+        at = { ...at, offset: l.end, seq: l.seq + 1 };
+      }
+      if (at.seq > synced || out.entries.length + out.rejected.length >= limit) break;
+      if (!eof) continue;
+      // The end of this segment: go on in the next one (listed again when not known yet).
+      if (at.index + 1 >= this.segments.length) this.refresh();
+      const nextIndex = this.segments.findIndex((s) => s.first > seg.first);
+      if (nextIndex < 0) break;
+      const next = this.segments[nextIndex]!;
+      at = { file: next.file, offset: 0, seq: next.first, index: nextIndex };
+    }
+    this.pos = at;
+    return out;
+  }
+
+  /** Entries after `afterSeq`; lines that are not valid entries go to dead-letter with their reason. */
+  readRejecting(afterSeq: number, limit = Infinity): InboxEntry[] {
+    const { entries, rejected } = this.read(afterSeq, limit);
+    for (const r of rejected) deadLetterLine(this.root, this.agentId, r);
+    return entries;
+  }
+
+  private refresh(): void {
+    this.segments = listSegments(this.dir).segments;
+  }
+
+  /** The start of the segment holding `seq` (or of the first one after it: a gap). */
+  private locate(seq: number): { file: string; offset: number; seq: number; index: number } | null {
+    this.refresh();
+    let index = -1;
+    for (let i = 0; i < this.segments.length; i++) if (this.segments[i]!.first <= seq) index = i;
+    if (index < 0) index = this.segments.length > 0 ? 0 : -1;
+    if (index < 0) return null;
+    const s = this.segments[index]!;
+    return { file: s.file, offset: 0, seq: s.first, index };
+  }
+}
+
+/** Stores a line that is not a valid entry in dead-letter/ (once: the key is the line's place). */
+export function deadLetterLine(root: string, agentId: string, r: RejectedInboxLine): void {
+  deadLetterData(root, `inbox-${agentId}-${r.seq}.json`, `${r.text}\n`, { error: r.error.message, code: r.error.code, source: r.ref });
 }
 
 /**
- * Reads pending entries with seq > `afterSeq`, in seq order.
- * @example const { entries } = readInbox(root, 'bob', readCursor(root, 'bob'));
+ * Reads entries with seq > `afterSeq`, in seq order (a one-off read: an agent keeps an
+ * InboxReader instead).
+ * @example const { entries } = readInbox(root, 'bob', committedCursor(root, 'bob'));
  */
 export function readInbox(root: string, agentId: string, afterSeq: number, limit = Infinity): InboxRead {
-  const p = agentPaths(root, agentId);
-  assertRealDirectory(p.inbox, `agents/${agentId}/inbox`);
-  const entries: InboxEntry[] = [];
-  const rejected: RejectedInboxFile[] = [];
-  const named: { seq: number; id: string; name: string; kind: EntryKind }[] = [];
-  for (const dirent of listEntries(p.inbox)) {
-    const name = dirent.name;
-    if (name.startsWith('.')) continue;
-    const parsedName = parseInboxName(name);
-    if (!parsedName) {
-      rejected.push({
-        name,
-        file: path.join(p.inbox, name),
-        seq: null,
-        error: new HiveError('E_BAD_MESSAGE', `Inbox file name "${name}" is not <12-digit seq>-<message id>.json`),
-      });
-      continue;
-    }
-    if (parsedName.seq > afterSeq) named.push({ ...parsedName, name, kind: entryKind(dirent) });
-  }
-  named.sort((a, b) => a.seq - b.seq);
-  for (const n of named) {
-    if (entries.length >= limit) break;
-    const file = path.join(p.inbox, n.name);
-    let text: string;
-    try {
-      text = readRegularText(file, `agents/${agentId}/inbox/${n.name}`, n.kind).text;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      if (isHiveError(err, 'E_NOT_REGULAR')) {
-        rejected.push({ name: n.name, file, seq: n.seq, error: err });
-        continue;
-      }
-      throw err;
-    }
-    const parsed = parseMessageText(text);
-    if (!parsed.ok) {
-      rejected.push({ name: n.name, file, seq: n.seq, error: parsed.error });
-    } else if (parsed.message.id !== n.id) {
-      rejected.push({
-        name: n.name,
-        file,
-        seq: n.seq,
-        error: new HiveError('E_BAD_MESSAGE', `Inbox file "${n.name}" holds message id "${parsed.message.id}", not "${n.id}"`),
-      });
-    } else {
-      entries.push({ seq: n.seq, id: n.id, name: n.name, file, message: parsed.message });
-    }
-  }
-  return { entries, rejected };
+  return new InboxReader(root, agentId).read(afterSeq, limit);
 }
 
-/**
- * Reads pending entries after `afterSeq` and moves anything that is not a valid entry
- * (a garbage file, a torn or foreign message) to dead-letter/ with its reason.
- */
+/** `readInbox` that moves lines that are not valid entries to dead-letter/ with their reason. */
 export function readInboxRejecting(root: string, agentId: string, afterSeq: number, limit = Infinity): InboxEntry[] {
-  const { entries, rejected } = readInbox(root, agentId, afterSeq, limit);
-  for (const r of rejected) {
-    try {
-      deadLetterFile(root, r.file, { error: r.error.message, code: r.error.code, source: relativeToHive(root, r.file) });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-  }
-  return entries;
+  return new InboxReader(root, agentId).readRejecting(afterSeq, limit);
 }
 
-/** Every entry of an inbox, pending and done, for display (`hive inbox`). */
-export function listInbox(root: string, agentId: string): { seq: number; id: string; name: string; done: boolean }[] {
-  const p = agentPaths(root, agentId);
-  const rows: { seq: number; id: string; name: string; done: boolean }[] = [];
-  for (const [dir, done] of [[p.done, true], [p.inbox, false]] as const) {
-    for (const name of listDir(dir)) {
-      const parsed = parseInboxName(name);
-      if (parsed) rows.push({ ...parsed, name, done });
-    }
-  }
-  return rows.sort((a, b) => a.seq - b.seq);
+export interface InboxRow extends InboxEntry {
+  /** Handled: at or below the agent's committed cursor. */
+  done: boolean;
 }
 
-/** Reads one inbox entry by name from the pending or the done folder (regular files only). */
-export function readInboxEntry(root: string, agentId: string, name: string): HiveMessage | null {
-  const p = agentPaths(root, agentId);
-  for (const dir of [p.inbox, p.done]) {
-    try {
-      const parsed = parseMessageText(readRegularText(path.join(dir, name)).text);
-      if (parsed.ok) return parsed.message;
-    } catch {
-      // try the next folder
-    }
+/** Every entry the log still holds, handled and pending, for display (`hive inbox`, the inspector). */
+export function listInbox(root: string, agentId: string): InboxRow[] {
+  const cursor = committedCursor(root, agentId);
+  let entries: InboxEntry[];
+  try {
+    entries = readInbox(root, agentId, 0).entries;
+  } catch {
+    return [];
   }
-  return null;
+  return entries.map((e) => ({ ...e, done: e.seq <= cursor }));
 }
 
-/**
- * Moves processed entries (seq ≤ `throughSeq`) to `inbox/.done/` and trims it to `cap`.
- * Not fsynced: an entry whose move is lost reappears with seq ≤ cursor and is moved again.
- */
-export function moveToDone(root: string, agentId: string, throughSeq: number, cap = DEFAULT_DONE_CAP): number {
-  const p = agentPaths(root, agentId);
-  makeDir(p.done);
-  assertRealDirectory(p.done, `agents/${agentId}/inbox/.done`);
-  let moved = 0;
-  for (const name of listDir(p.inbox)) {
-    const parsed = parseInboxName(name);
-    if (!parsed || parsed.seq > throughSeq) continue;
-    try {
-      fs.renameSync(path.join(p.inbox, name), path.join(p.done, name));
-      moved += 1;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-  }
-  if (moved > 0) noteAdded(p.done, moved, cap);
-  return moved;
+/** The last seq delivered durably (0 when none). */
+export function lastInboxSeq(root: string, agentId: string): number {
+  return readSynced(agentPaths(root, agentId).inbox);
 }
 
-/** Number of pending entries after `afterSeq` (the inbox depth). */
+/** Number of pending entries after `afterSeq` (the inbox depth): one small read, whatever the backlog. */
 export function inboxDepth(root: string, agentId: string, afterSeq: number): number {
-  let n = 0;
-  for (const name of listDir(agentPaths(root, agentId).inbox)) {
-    const parsed = parseInboxName(name);
-    if (parsed && parsed.seq > afterSeq) n += 1;
-  }
-  return n;
+  return Math.max(0, lastInboxSeq(root, agentId) - afterSeq);
 }

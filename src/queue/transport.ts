@@ -1,7 +1,7 @@
 import type { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import type { InboxEntry } from './inbox.ts';
-import type { DeliveryOutcome } from './inbox-deliver.ts';
+import type { DeliveryOutcome } from './inbox-writer.ts';
 import type { DeadLetterReason } from './dead-letter.ts';
 
 /**
@@ -39,6 +39,8 @@ export interface Transport {
   cursor(recipient: string): Promise<number>;
   /** Durably commits the recipient's cursor. */
   commit(recipient: string, seq: number): Promise<void>;
+  /** Lets go of what the transport holds open (files, connections). */
+  close(): void;
 }
 
 export interface PendingItem {

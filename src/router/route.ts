@@ -5,7 +5,7 @@ import { stableId } from '../protocol/ids.ts';
 import { appendEvents, type HiveEvent } from '../log/event-log.ts';
 import type { Transport, PendingItem } from '../queue/transport.ts';
 import type { DeadLetterReason } from '../queue/dead-letter.ts';
-import type { DeliveryOutcome } from '../queue/inbox-deliver.ts';
+import type { DeliveryOutcome } from '../queue/inbox-writer.ts';
 import { isTransientResourceError } from '../fs/shortage.ts';
 import { errorMessage, isHiveError } from '../errors.ts';
 import type { Delivery } from '../protocol/worker.ts';

@@ -7,8 +7,12 @@ import { appendEvent } from '../log/event-log.ts';
 import { createMessage, type HiveMessage } from '../protocol/message.ts';
 import { stableId } from '../protocol/ids.ts';
 import { writeOutbox } from '../queue/outbox.ts';
+import { migrateInbox } from '../queue/inbox-migrate.ts';
 
-/** Startup sweep: temp files left by a crash, in every folder Hive writes atomically. */
+/**
+ * Startup sweep: temp files left by a crash, in every folder Hive writes atomically, and
+ * inboxes of the file-per-message layout migrated to inbox logs (src/queue/inbox-migrate.ts).
+ */
 export function sweepOrphans(root: string): void {
   const p = hivePaths(root);
   const swept: string[] = [];
@@ -20,8 +24,9 @@ export function sweepOrphans(root: string): void {
   for (const id of listDir(p.agents)) {
     try {
       const a = agentPaths(root, id);
-      for (const dir of [a.dir, a.outbox, a.sent, a.inbox, a.done]) swept.push(...sweepTempFiles(dir));
-      for (const dir of [a.dir, a.inbox]) swept.push(...sweepDeadIntents(dir)); // memory.md and inbox locks
+      for (const dir of [a.dir, a.outbox, a.sent, a.inbox]) swept.push(...sweepTempFiles(dir));
+      swept.push(...sweepDeadIntents(a.dir)); // memory.md's lock
+      migrateInbox(root, id);
     } catch {
       // not an agent folder (bad name): leave it alone
     }

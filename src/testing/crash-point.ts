@@ -3,7 +3,7 @@ import path from 'node:path';
 
 /**
  * Named points inside each atomic step, one per line of its crash-order header
- * (src/agent/commit.ts, src/queue/inbox-deliver.ts, src/router/route.ts,
+ * (src/agent/commit.ts, src/queue/inbox-writer.ts, src/router/route.ts,
  * src/queue/dead-letter.ts). A test arms one (through createHive's `testing` option,
  * carried to the worker threads in their init data): the thread that reaches it writes
  * `<root>/crash-point.reached` and stops there for good, so the test can SIGKILL the
@@ -13,9 +13,8 @@ export const CRASH_POINTS = [
   'commit.after-debt',
   'commit.after-wal',
   'commit.after-outbox',
-  'deliver.after-head-spoiled',
-  'deliver.after-links',
-  'deliver.after-dir-sync',
+  'deliver.after-append',
+  'deliver.after-sync',
   'route.after-deliveries',
   'route.before-settle',
   'dead-letter.after-reason',

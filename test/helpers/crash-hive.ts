@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { collectLines, startFixture } from './fixture.ts';
 import { hivePaths } from '../../src/layout/paths.ts';
-import { listInbox, readInboxEntry } from '../../src/queue/inbox.ts';
+import { listInbox } from '../../src/queue/inbox.ts';
 import type { HiveMessage } from '../../src/protocol/message.ts';
 import type { CrashPointName } from '../../src/testing/crash-point.ts';
 
@@ -33,7 +33,7 @@ export async function until(check: () => boolean, what: string, timeoutMs = 30_0
 }
 
 export function replies(root: string): HiveMessage[] {
-  return listInbox(root, 'client').flatMap((e) => readInboxEntry(root, 'client', e.name) ?? []);
+  return listInbox(root, 'client').flatMap((e) => e.message ?? []);
 }
 
 export function logged(root: string, type: string, pid: number): Record<string, unknown>[] {

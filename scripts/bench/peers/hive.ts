@@ -4,7 +4,7 @@
 import { createHive } from '../../../src/hive.ts';
 import { createMessage } from '../../../src/protocol/message.ts';
 import { writeOutboxAsync } from '../../../src/queue/outbox.ts';
-import { listInbox, readInboxEntry } from '../../../src/queue/inbox.ts';
+import { listInbox } from '../../../src/queue/inbox.ts';
 import { readStateFile } from '../../../src/agent/state-store.ts';
 import { checkCounts, type Peer, type PeerCheck } from './peer.ts';
 
@@ -37,7 +37,7 @@ export async function startHivePeer(root: string, agents: string[]): Promise<Pee
     check(requestIds): PeerCheck {
       const counts = new Map<string, number>();
       for (const e of listInbox(root, 'client')) {
-        const m = readInboxEntry(root, 'client', e.name);
+        const m = e.message;
         if (m?.in_reply_to) counts.set(m.in_reply_to, (counts.get(m.in_reply_to) ?? 0) + 1);
       }
       const handled = agents.reduce((n, a) => n + (readStateFile(root, a)?.snapshot.context.handled ?? 0), 0);

@@ -1,5 +1,5 @@
 import { requireAgent } from '../../layout/ensure.ts';
-import { listInbox, readInboxEntry } from '../../queue/inbox.ts';
+import { listInbox } from '../../queue/inbox.ts';
 import { committedCursor } from '../../queue/committed-cursor.ts';
 import { listDeadLetters } from '../../queue/dead-letter.ts';
 import { JSON_OPTION, ROOT_OPTION, agentArg, rootOf, type Command } from '../args.ts';
@@ -19,8 +19,8 @@ export const inboxCommand: Command = {
     // Passed by the cursor because it was dead-lettered as poison, not handled.
     const poisoned = new Set(listDeadLetters(root).flatMap((d) => (d.reason?.code === 'E_POISON' && d.reason.agent === agent ? [d.name.replace(`poison-${agent}-`, '')] : [])));
     const rows = listInbox(root, agent).map((r) => {
-      const m = readInboxEntry(root, agent, r.name);
-      const state = poisoned.has(r.name) ? 'poisoned' : r.seq <= cursor ? 'done' : 'pending';
+      const m = r.message;
+      const state = poisoned.has(`${String(r.seq).padStart(12, '0')}-${r.id}.json`) ? 'poisoned' : r.seq <= cursor ? 'done' : 'pending';
       return {
         seq: r.seq,
         id: r.id,

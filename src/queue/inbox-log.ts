@@ -1,0 +1,148 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { HiveError } from '../errors.ts';
+import { parseMessage, type HiveMessage } from '../protocol/message.ts';
+import { listEntries, openRegular, readRegularFile } from '../fs/regular-file.ts';
+
+/**
+ * The inbox log's format (docs/architecture.md, "Inbox logs"): `agents/<id>/inbox/` holds
+ * segments named by the seq of their first entry (`000000000001.jsonl`), each an
+ * append-only file of one JSON object per line:
+ *
+ *   {"seq":7,"sum":"<16 hex>","message":{…the message…}}
+ *
+ * `seq` is the line's position (the segment's first seq plus its line index: a line
+ * always takes its seq, even one that fails its check), `sum` the first 16 hex digits of
+ * sha256(`<seq>:<message JSON>`), so a torn or hand-edited line is told from a good one;
+ * `jq .message` and `grep` read it with a shell. `inbox/.synced` names the last seq known
+ * to be on stable storage: readers never go past it (an entry a power cut could still take
+ * away is never handled). Only the router writes either (src/queue/inbox-writer.ts).
+ */
+
+export const SEQ_WIDTH = 12;
+const SEGMENT_NAME = /^(\d{12})\.jsonl$/;
+
+export function segmentName(firstSeq: number): string {
+  return `${String(firstSeq).padStart(SEQ_WIDTH, '0')}.jsonl`;
+}
+
+export function parseSegmentName(name: string): number | null {
+  const m = SEGMENT_NAME.exec(name);
+  return m ? Number(m[1]) : null;
+}
+
+function sumOf(seq: number, messageJson: string): string {
+  return createHash('sha256').update(`${seq}:${messageJson}`).digest('hex').slice(0, 16);
+}
+
+/** One entry as its line in a segment (with its newline). */
+export function encodeEntryLine(seq: number, message: HiveMessage): string {
+  const json = JSON.stringify(message);
+  return `{"seq":${seq},"sum":"${sumOf(seq, json)}","message":${json}}\n`;
+}
+
+export type DecodedLine = { ok: true; message: HiveMessage } | { ok: false; error: HiveError };
+
+/** Checks one line (without its newline) as the entry at `seq`. */
+export function decodeEntryLine(line: string, seq: number, where: string): DecodedLine {
+  let rec: { seq?: unknown; sum?: unknown; message?: unknown };
+  try {
+    rec = JSON.parse(line) as typeof rec;
+  } catch {
+    return { ok: false, error: new HiveError('E_BAD_MESSAGE', `${where}: line of seq ${seq} is not JSON (torn or written by hand)`) };
+  }
+  if (rec === null || typeof rec !== 'object' || rec.seq !== seq) {
+    return { ok: false, error: new HiveError('E_BAD_MESSAGE', `${where}: line at seq ${seq} says seq ${JSON.stringify(rec?.seq)}`) };
+  }
+  if (typeof rec.sum !== 'string' || rec.sum !== sumOf(seq, JSON.stringify(rec.message))) {
+    return { ok: false, error: new HiveError('E_BAD_MESSAGE', `${where}: line of seq ${seq} fails its checksum (torn or edited by hand)`) };
+  }
+  const parsed = parseMessage(rec.message);
+  return parsed.ok ? { ok: true, message: parsed.message } : { ok: false, error: parsed.error };
+}
+
+export interface Segment {
+  first: number;
+  name: string;
+  file: string;
+}
+
+/**
+ * The inbox's segments, oldest first. Anything else in the folder is ignored (people may
+ * leave files there); an entry named like a segment that is not a regular file (a symlink,
+ * a FIFO, a folder) is reported in `foreign` and never opened.
+ */
+export function listSegments(inboxDir: string): { segments: Segment[]; foreign: string[] } {
+  const segments: Segment[] = [];
+  const foreign: string[] = [];
+  for (const d of listEntries(inboxDir)) {
+    const first = parseSegmentName(d.name);
+    if (first === null) continue;
+    if (!d.isFile()) foreign.push(d.name);
+    else segments.push({ first, name: d.name, file: path.join(inboxDir, d.name) });
+  }
+  return { segments: segments.sort((a, b) => a.first - b.first), foreign };
+}
+
+export interface ScannedLine {
+  seq: number;
+  /** Byte offsets of the line in the segment (end: just after its newline). */
+  start: number;
+  end: number;
+  text: string;
+}
+
+/**
+ * Splits `buf` (read from byte `base` of a segment whose line at `base` has seq `seq`) into
+ * its complete lines. A last line with no newline is not returned: it is still being
+ * written, or torn.
+ */
+export function splitLines(buf: Buffer, base: number, seq: number): ScannedLine[] {
+  const out: ScannedLine[] = [];
+  let start = 0;
+  for (;;) {
+    const nl = buf.indexOf(10, start);
+    if (nl < 0) break;
+    out.push({ seq, start: base + start, end: base + nl + 1, text: buf.toString('utf8', start, nl) });
+    seq += 1;
+    start = nl + 1;
+  }
+  return out;
+}
+
+/** Reads bytes [from, from + max) of a segment (up to its end), never through a symlink or into a FIFO. */
+export function readSegmentFrom(file: string, from: number, where: string, max = Infinity): Buffer {
+  const { fd, stats } = openRegular(file, where);
+  try {
+    const length = Math.max(0, Math.min(max, stats.size - from));
+    const buf = Buffer.allocUnsafe(length);
+    let got = 0;
+    while (got < length) {
+      const n = fs.readSync(fd, buf, got, length - got, from + got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buf.subarray(0, got);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+export const SYNCED_NAME = '.synced';
+
+/** The last seq the router made durable (`inbox/.synced`); 0 when there is none. */
+export function readSynced(inboxDir: string): number {
+  let text: string;
+  try {
+    text = readRegularFile(path.join(inboxDir, SYNCED_NAME), 'utf8');
+  } catch {
+    return 0;
+  }
+  try {
+    const v = (JSON.parse(text) as { seq?: unknown }).seq;
+    return Number.isInteger(v) && (v as number) >= 0 ? (v as number) : 0;
+  } catch {
+    return 0;
+  }
+}

@@ -1,0 +1,241 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { agentPaths } from '../layout/paths.ts';
+import { fsyncDirAsync, syncFdAsync } from '../fs/atomic.ts';
+import { HiveError } from '../errors.ts';
+import type { HiveMessage } from '../protocol/message.ts';
+import { isRealDirectory } from '../fs/regular-file.ts';
+import { MarkerFile } from '../fs/marker.ts';
+import { hiveModes } from '../fs/modes.ts';
+import { appendEvent } from '../log/event-log.ts';
+import { crashPoint } from '../testing/crash-point.ts';
+import { plantActive } from '../testing/seams.ts';
+import { committedCursor } from './committed-cursor.ts';
+import { deadLetterData } from './dead-letter.ts';
+import { decodeEntryLine, encodeEntryLine, listSegments, readSegmentFrom, segmentName, splitLines, SYNCED_NAME, type Segment } from './inbox-log.ts';
+
+/**
+ * The writing side of the inbox logs (docs/architecture.md, "Inbox logs"). The router is
+ * the only writer of every inbox, so there is no lock, lease or token on the way: each
+ * inbox has one `InboxWriter` in the router's transport, which keeps the last seq and the
+ * ids it holds in memory and appends each batch with one write and one fdatasync.
+ *
+ * append(batch), one at a time per inbox:
+ *   1. skip ids already in the log (reported `duplicate`), number the rest lastSeq+1...
+ *   2. write their lines at the end of the current segment (a new segment when it is
+ *      full: created, then its folder fsynced with the batch's flush)
+ *   3. fdatasync the segment                       crash before: the lines may be there,
+ *      but `.synced` does not name them, so no reader handles them; the next open
+ *      flushes them, and the router's retry finds their ids (`duplicate`)
+ *   4. rewrite `inbox/.synced` (in place, not flushed: it only ever names durable seqs)
+ * Opening an inbox (the first batch after a start) is its recovery: trailing bytes that
+ * are not valid lines are cut off (whole lines of junk are kept in dead-letter/ first; a
+ * half line is a write cut short, logged), the last segment is flushed and `.synced`
+ * rewritten.
+ */
+
+export type DeliveryOutcome = { id: string; status: 'delivered'; seq: number } | { id: string; status: 'duplicate' };
+
+export interface InboxWriterOptions {
+  /** Roll to a new segment once the current one holds this many bytes (default 1 MiB). */
+  segmentBytes?: number;
+  /** Processed entries kept for the duplicate check and for reading (default 5000). */
+  doneCap?: number;
+}
+
+const DEFAULT_SEGMENT_BYTES = 1 << 20;
+export const DEFAULT_DONE_CAP = 5_000;
+
+export class InboxWriter {
+  private readonly dir: string;
+  private readonly segmentBytes: number;
+  private readonly doneCap: number;
+  private segments: Segment[] = [];
+  private fd: number | null = null;
+  private size = 0;
+  private lastSeq = 0;
+  /** The current segment was created since its folder was last flushed. */
+  private dirDirty = false;
+  private readonly ids = new Set<string>();
+  private readonly synced: MarkerFile;
+  private tail: Promise<unknown> = Promise.resolve();
+  private opened = false;
+
+  constructor(
+    private readonly root: string,
+    private readonly agentId: string,
+    options: InboxWriterOptions = {},
+  ) {
+    this.dir = agentPaths(root, agentId).inbox;
+    this.segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+    this.doneCap = options.doneCap ?? DEFAULT_DONE_CAP;
+    this.synced = new MarkerFile(path.join(this.dir, SYNCED_NAME), 64);
+  }
+
+  /** Appends a batch; one at a time per inbox (calls queue behind each other). */
+  append(messages: HiveMessage[]): Promise<DeliveryOutcome[]> {
+    const run = this.tail.then(() => this.appendNow(messages));
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  private async appendNow(messages: HiveMessage[]): Promise<DeliveryOutcome[]> {
+    // lstat: an inbox that is a symlink could point anywhere; it is no inbox.
+    if (!isRealDirectory(this.dir)) {
+      this.close();
+      throw new HiveError('E_UNKNOWN_AGENT', `Agent "${this.agentId}" has no inbox folder at ${this.dir}; create it with ensureAgent or \`hive spawn\``);
+    }
+    try {
+      if (!this.opened) await this.open();
+      const outcomes: DeliveryOutcome[] = [];
+      const fresh: { seq: number; message: HiveMessage }[] = [];
+      const inBatch = new Set<string>();
+      let seq = this.lastSeq;
+      for (const m of messages) {
+        if ((this.ids.has(m.id) && !plantActive('no-idempotency')) || inBatch.has(m.id)) {
+          outcomes.push({ id: m.id, status: 'duplicate' });
+          continue;
+        }
+        seq += 1;
+        inBatch.add(m.id);
+        fresh.push({ seq, message: m });
+        outcomes.push({ id: m.id, status: 'delivered', seq });
+      }
+      if (fresh.length === 0) return outcomes;
+      const data = Buffer.from(fresh.map((f) => encodeEntryLine(f.seq, f.message)).join(''));
+      if (this.fd === null || (this.size > 0 && this.size + data.length > this.segmentBytes)) this.roll(fresh[0]!.seq);
+      writeAll(this.fd!, data, this.size);
+      this.size += data.length;
+      crashPoint('deliver.after-append');
+      await this.flush();
+      crashPoint('deliver.after-sync');
+      this.lastSeq = seq;
+      for (const f of fresh) this.remember(f.message.id);
+      this.synced.write({ seq });
+      return outcomes;
+    } catch (err) {
+      this.close(); // what is on disk is the truth: the next batch opens (recovers) again
+      throw err;
+    }
+  }
+
+  private async flush(): Promise<void> {
+    const dir = this.dirDirty ? fsyncDirAsync(this.dir) : null;
+    await Promise.all([syncFdAsync(this.fd!, true), dir]);
+    this.dirDirty = false;
+  }
+
+  /** Starts segment `<firstSeq>.jsonl`; drops the oldest processed segments beyond the cap. */
+  private roll(firstSeq: number): void {
+    if (this.fd !== null) fs.closeSync(this.fd);
+    const seg = { first: firstSeq, name: segmentName(firstSeq), file: path.join(this.dir, segmentName(firstSeq)) };
+    this.fd = fs.openSync(seg.file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, hiveModes().file);
+    this.size = 0;
+    this.dirDirty = true;
+    this.segments.push(seg);
+    this.compact();
+  }
+
+  /**
+   * Removes whole segments that only hold entries the agent has handled and that are not
+   * among the last `doneCap` of them (the duplicate check's horizon).
+   */
+  private compact(): void {
+    if (this.segments.length < 3) return;
+    const cursor = committedCursor(this.root, this.agentId);
+    const keepFrom = cursor - this.doneCap; // entries with seq > keepFrom stay
+    while (this.segments.length > 2) {
+      const [oldest, next] = this.segments as [Segment, Segment];
+      if (next.first - 1 > keepFrom) break; // the oldest holds an entry to keep
+      fs.rmSync(oldest.file, { force: true });
+      this.segments.shift();
+    }
+  }
+
+  private remember(id: string): void {
+    this.ids.add(id);
+    // Bound memory: forget the oldest ids once far beyond the horizon.
+    if (this.ids.size > this.doneCap * 2 + 1_000) {
+      let drop = this.ids.size - this.doneCap * 2;
+      for (const old of this.ids) {
+        if (drop-- <= 0) break;
+        this.ids.delete(old);
+      }
+    }
+  }
+
+  /** Recovery: reads the segments, cuts a torn tail, flushes the last segment, rewrites `.synced`. */
+  private async open(): Promise<void> {
+    const { segments, foreign } = listSegments(this.dir);
+    for (const name of foreign) appendEvent(this.root, { type: 'inbox.foreign-entry', agent: this.agentId, name, note: 'named like a segment but not a regular file: ignored' });
+    this.segments = segments;
+    this.ids.clear();
+    this.lastSeq = 0;
+    const last = segments.at(-1);
+    for (const seg of segments) {
+      const lines = splitLines(readSegmentFrom(seg.file, 0, `agents/${this.agentId}/inbox/${seg.name}`), 0, seg.first);
+      for (const l of lines) {
+        const d = decodeEntryLine(l.text, l.seq, seg.name);
+        if (d.ok) this.remember(d.message.id);
+      }
+      if (seg === last) await this.recoverTail(seg, lines);
+    }
+    const floor = committedCursor(this.root, this.agentId);
+    if (floor > this.lastSeq) {
+      // The log lost entries its agent handled (a power cut on a disk that reorders, or a
+      // segment removed by hand): go on after the cursor, never below it.
+      appendEvent(this.root, { type: 'inbox.behind-cursor', agent: this.agentId, last: this.lastSeq, cursor: floor });
+      this.lastSeq = floor;
+      if (this.fd !== null) fs.closeSync(this.fd);
+      this.fd = null;
+    }
+    this.synced.write({ seq: this.lastSeq });
+    this.opened = true;
+  }
+
+  private async recoverTail(seg: Segment, lines: ReturnType<typeof splitLines>): Promise<void> {
+    let end = 0;
+    let seq = seg.first - 1;
+    // The valid prefix ends at the last line that checks; anything after it is a torn write.
+    for (let i = lines.length - 1; i >= 0; i--) {
+      if (decodeEntryLine(lines[i]!.text, lines[i]!.seq, seg.name).ok) {
+        end = lines[i]!.end;
+        seq = lines[i]!.seq;
+        break;
+      }
+    }
+    const fd = fs.openSync(seg.file, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW);
+    const size = fs.fstatSync(fd).size;
+    if (size > end) {
+      const tail = readSegmentFrom(seg.file, end, seg.name);
+      const whole = tail.lastIndexOf(10) + 1; // bytes of complete lines in the tail
+      if (whole > 0) {
+        // Whole lines that are not entries: written by hand, or garbled by the disk. Kept.
+        deadLetterData(this.root, `at-${end}-of-${this.agentId}-${seg.name}`, tail.toString('utf8', 0, whole), {
+          error: `${whole} bytes at the end of agents/${this.agentId}/inbox/${seg.name} are lines that are not valid entries: moved here and cut off the log`,
+          code: 'E_BAD_MESSAGE',
+          source: `agents/${this.agentId}/inbox/${seg.name}`,
+        }, { exactName: true });
+      }
+      // Bytes after the last newline are a write cut short (the router's retry writes it again).
+      fs.ftruncateSync(fd, end);
+      appendEvent(this.root, { type: 'inbox.tail-cut', agent: this.agentId, segment: seg.name, bytes: size - end, junk: whole });
+    }
+    await syncFdAsync(fd, true); // a killed router's last batch may still be only in the page cache
+    this.fd = fd;
+    this.size = end;
+    this.lastSeq = seq;
+  }
+
+  close(): void {
+    if (this.fd !== null) fs.closeSync(this.fd);
+    this.fd = null;
+    this.synced.close();
+    this.opened = false;
+  }
+}
+
+function writeAll(fd: number, data: Buffer, position: number): void {
+  let off = 0;
+  while (off < data.length) off += fs.writeSync(fd, data, off, data.length - off, position + off);
+}
