@@ -5,7 +5,7 @@ import { runHive } from './helpers/fixture.ts';
 import { runCli } from '../src/cli/main.ts';
 import { memoryIO } from '../src/cli/io.ts';
 import { readOutbox } from '../src/queue/outbox.ts';
-import { deliver } from '../src/queue/inbox-deliver.ts';
+import { deliverDirect as deliver } from './helpers/deliver.ts';
 import { commitCursor } from '../src/queue/cursor.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { ensureAgent } from '../src/layout/ensure.ts';

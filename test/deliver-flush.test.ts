@@ -1,15 +1,23 @@
 import fs from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
 
-// Count the router's source flushes: the real flush runs, each call is recorded.
+// Count the router's flushes: the real flush runs, each call is recorded.
 const flushed = vi.hoisted(() => [] as string[]);
 vi.mock('../src/fs/atomic.ts', async (importOriginal) => {
   const real = await importOriginal<typeof import('../src/fs/atomic.ts')>();
   return {
     ...real,
     syncFileAsync: async (file: string) => {
-      flushed.push(file);
+      flushed.push(`file ${file}`);
       return real.syncFileAsync(file);
+    },
+    fsyncDirAsync: async (dir: string) => {
+      flushed.push(`dir ${dir}`);
+      return real.fsyncDirAsync(dir);
+    },
+    syncFdAsync: async (fd: number, dataOnly: boolean) => {
+      flushed.push(dataOnly ? 'fdatasync' : 'fsync');
+      return real.syncFdAsync(fd, dataOnly);
     },
   };
 });
@@ -21,8 +29,8 @@ const { readOutbox, writeOutbox, writeOutboxAsync } = await import('../src/queue
 const { createFsTransport } = await import('../src/queue/fs-transport.ts');
 const { readInbox } = await import('../src/queue/inbox.ts');
 
-describe('delivery flushes a linked source only when its writer did not', () => {
-  it('durable writes are read-only and linked as they are; an actor commit or a hand-written file is flushed first', async () => {
+describe('what delivery flushes', () => {
+  it('outbox files flushed by their writer are read-only; a batch into an inbox log is one fdatasync (and one folder fsync when a segment begins), whatever its sources', async () => {
     const root = tempRoot();
     await ensureHive(root);
     for (const id of ['a', 'b', 'c', 'd']) await ensureAgent(root, { id });
@@ -56,12 +64,15 @@ describe('delivery flushes a linked source only when its writer did not', () => 
     const t = createFsTransport(root);
     const pending = [...(await t.pending('a')), ...(await t.pending('c')), ...(await t.pending('d'))].map((p) => p.message!);
     flushed.length = 0;
-    const outcomes = await t.deliver('b', pending);
-    expect(outcomes.every((o) => o.status === 'delivered')).toBe(true);
-    expect(flushed.sort()).toEqual([`${root}/agents/d/outbox/${commit.id}.json`, handFile].sort());
-    // Every entry is a link to its source (same inode), whole and readable.
+    const first = await t.deliver('b', pending.slice(0, 2));
+    expect(first.every((o) => o.status === 'delivered')).toBe(true);
+    // The first batch opens the log (recovery: nothing to flush but the new segment's) and begins a segment.
+    expect(flushed.sort()).toEqual([`dir ${root}/agents/b/inbox`, 'fdatasync']); // issued together
+    flushed.length = 0;
+    await t.deliver('b', pending.slice(2));
+    expect(flushed).toEqual(['fdatasync']); // the sources are copied, never flushed or linked
     const entries = readInbox(root, 'b', 0).entries;
     expect(entries.map((e) => e.message.id).sort()).toEqual([durable, batched, commit, byHand].map((m) => m.id).sort());
-    for (const e of entries) expect(fs.statSync(e.file).nlink).toBe(2);
+    t.close();
   });
 });

@@ -12,7 +12,8 @@ import { tempDir } from './helpers/temp.ts';
 import { requestJsonLine } from '../src/net/json-line.ts';
 import { resolveSocketPath } from '../src/net/socket-path.ts';
 import { HOOKS_SOCKET } from '../src/hooks/server.ts';
-import { deliver } from '../src/queue/inbox-deliver.ts';
+import { deliverThroughRouter as deliver } from './helpers/deliver.ts';
+import { listInbox } from '../src/queue/inbox.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { committedCursor } from '../src/queue/committed-cursor.ts';
 import { readJsonl } from '../src/session/journal.ts';
@@ -98,7 +99,7 @@ describe('hooks socket', () => {
     const forged = await ask({ hook_event_name: 'Notification', agent_id: 'echo', ack: 'echo:3' });
     expect(forged).toMatchObject({ ok: false, error: { code: 'E_HOOK', message: expect.stringContaining('run by its own actor') } });
     expect(committedCursor(hive.root, 'echo')).toBe(0);
-    expect(fs.readdirSync(path.join(hive.root, 'agents', 'echo', 'inbox')).filter((n) => /^\d+-.*\.json$/.test(n))).toHaveLength(3);
+    expect(listInbox(hive.root, 'echo').filter((e) => !e.done)).toHaveLength(3);
 
     await deliver(hive.root, 'ext', [createMessage({ from: 'echo', to: 'ext', act: 'inform', body: 'one' })]);
     const beyond = await ask({ hook_event_name: 'Ack', agent_id: 'ext', ack: 'ext:99' });

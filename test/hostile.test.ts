@@ -8,7 +8,7 @@ import { tempDir, tempRoot } from './helpers/temp.ts';
 import { runCli } from '../src/cli/main.ts';
 import { memoryIO } from '../src/cli/io.ts';
 import { formatDelivery } from '../src/cli/commands/start.ts';
-import { deliver } from '../src/queue/inbox-deliver.ts';
+import { deliverDirect as deliver } from './helpers/deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
 import { startInspector } from '../src/inspector/server.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
@@ -172,17 +172,17 @@ describe('hostile hive folder: the router', () => {
     await roundTrip(hive, 'after the FIFO in the inbox');
   });
 
-  it('FIFOs in place of Hive\'s own files (an inbox .head, a dead letter\'s reason) are never opened: nothing blocks', async () => {
+  it('FIFOs in place of Hive\'s own files (an inbox .synced, a dead letter\'s reason) are never opened: nothing blocks', async () => {
     const hive = await startHive(fastConfig({ agents: [echo, client] }));
     await roundTrip(hive, 'first');
-    const head = agentPaths(hive.root, 'echo').inboxHead;
+    const head = path.join(agentPaths(hive.root, 'echo').inbox, '.synced');
     fs.rmSync(head, { force: true });
     execFileSync('mkfifo', [head]);
     const dl = hivePaths(hive.root).deadLetter;
     fs.writeFileSync(path.join(dl, 'planted.json'), '{}');
     execFileSync('mkfifo', [path.join(dl, 'planted.json.reason.json')]);
     expect(listDeadLetters(hive.root).find((d) => d.name === 'planted.json')).toEqual({ name: 'planted.json', reason: null });
-    await roundTrip(hive, 'with a FIFO for .head');
+    await roundTrip(hive, 'with a FIFO for .synced');
     expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
   });
 

@@ -11,8 +11,8 @@ import { readDirectory } from '../src/router/directory.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { listInbox, readInbox } from '../src/queue/inbox.ts';
-import { releaseInboxLocks } from '../src/queue/inbox-deliver.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
+import { sweepOrphans } from '../src/supervisor/startup.ts';
 import { AgentActor } from '../src/agent/agent-actor.ts';
 import { createEchoBrain } from '../src/brains/echo.ts';
 import { DEFAULT_SESSION_CAPS } from '../src/session/types.ts';
@@ -52,6 +52,7 @@ class MiniHive {
   }
 
   async start(): Promise<void> {
+    sweepOrphans(this.root); // what a supervisor does first at start
     this.actor = new AgentActor({
       root: this.root,
       spec: { id: 'echo', name: 'echo', role: 'agent', brain: { kind: 'echo' } },
@@ -100,7 +101,7 @@ class MiniHive {
 
   async stop(): Promise<void> {
     await this.actor?.stop(2_000);
-    await releaseInboxLocks();
+    this.transport.close();
   }
 }
 

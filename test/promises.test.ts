@@ -12,7 +12,7 @@ import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { listInbox, readInbox } from '../src/queue/inbox.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
-import { deliver } from '../src/queue/inbox-deliver.ts';
+import { deliverThroughRouter as deliver } from './helpers/deliver.ts';
 import { committedCursor } from '../src/queue/committed-cursor.ts';
 import { requestJsonLine } from '../src/net/json-line.ts';
 import { resolveSocketPath } from '../src/net/socket-path.ts';

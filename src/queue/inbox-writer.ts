@@ -12,7 +12,7 @@ import { crashPoint } from '../testing/crash-point.ts';
 import { plantActive } from '../testing/seams.ts';
 import { committedCursor } from './committed-cursor.ts';
 import { deadLetterData } from './dead-letter.ts';
-import { decodeEntryLine, encodeEntryLine, listSegments, readSegmentFrom, segmentName, splitLines, SYNCED_NAME, type Segment } from './inbox-log.ts';
+import { decodeEntryLine, encodeEntryLine, listSegments, readSegmentFrom, readSynced, segmentName, splitLines, SYNCED_NAME, type Segment } from './inbox-log.ts';
 
 /**
  * The writing side of the inbox logs (docs/architecture.md, "Inbox logs"). The router is
@@ -233,6 +233,43 @@ export class InboxWriter {
     this.synced.close();
     this.opened = false;
   }
+}
+
+/**
+ * Start-up recovery of one inbox log, before any router runs (supervisor start): when the
+ * log holds whole valid entries past `.synced` (a router killed between its flush and the
+ * marker, or a power cut that kept the log but not the marker, which is never flushed), the
+ * last segment is flushed and `.synced` moved up to them. Without this, entries whose
+ * senders were settled already would stay unread until the next delivery to that inbox.
+ * Returns the seq `.synced` names afterwards.
+ */
+export function reconcileInbox(root: string, agentId: string): number {
+  const dir = agentPaths(root, agentId).inbox;
+  if (!isRealDirectory(dir)) return 0;
+  const synced = readSynced(dir);
+  const last = listSegments(dir).segments.at(-1);
+  if (!last) return synced;
+  const lines = splitLines(readSegmentFrom(last.file, 0, `agents/${agentId}/inbox/${last.name}`), 0, last.first);
+  let end = synced;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    if (lines[i]!.seq <= synced) break;
+    if (decodeEntryLine(lines[i]!.text, lines[i]!.seq, last.name).ok) {
+      end = lines[i]!.seq;
+      break;
+    }
+  }
+  if (end <= synced) return synced;
+  const fd = fs.openSync(last.file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  try {
+    if (fs.fstatSync(fd).isFile()) fs.fdatasyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  const marker = new MarkerFile(path.join(dir, SYNCED_NAME), 64);
+  marker.write({ seq: end });
+  marker.close();
+  appendEvent(root, { type: 'inbox.synced-recovered', agent: agentId, from: synced, to: end });
+  return end;
 }
 
 function writeAll(fd: number, data: Buffer, position: number): void {

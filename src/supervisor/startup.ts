@@ -8,10 +8,12 @@ import { createMessage, type HiveMessage } from '../protocol/message.ts';
 import { stableId } from '../protocol/ids.ts';
 import { writeOutbox } from '../queue/outbox.ts';
 import { migrateInbox } from '../queue/inbox-migrate.ts';
+import { reconcileInbox } from '../queue/inbox-writer.ts';
 
 /**
  * Startup sweep: temp files left by a crash, in every folder Hive writes atomically, and
- * inboxes of the file-per-message layout migrated to inbox logs (src/queue/inbox-migrate.ts).
+ * inboxes of the file-per-message layout migrated to inbox logs (src/queue/inbox-migrate.ts),
+ * and each inbox log's `.synced` brought up to its last whole entry (reconcileInbox).
  */
 export function sweepOrphans(root: string): void {
   const p = hivePaths(root);
@@ -27,6 +29,7 @@ export function sweepOrphans(root: string): void {
       for (const dir of [a.dir, a.outbox, a.sent, a.inbox]) swept.push(...sweepTempFiles(dir));
       swept.push(...sweepDeadIntents(a.dir)); // memory.md's lock
       migrateInbox(root, id);
+      reconcileInbox(root, id);
     } catch {
       // not an agent folder (bad name): leave it alone
     }
