@@ -76,18 +76,16 @@ describe('routing and dead letters', () => {
     expect(fs.readFileSync(hivePaths(root).log, 'utf8')).toMatch(/"type":"message.routed".*"id":"msg-001"/);
   });
 
-  it('hard-links canonical outbox files into the inbox; hand-written ones are normalised copies', async () => {
+  it('canonical and hand-written outbox files both become normalised entries of the recipient\'s inbox log', async () => {
     const { root, route } = await setup('a', 'b');
-    const m = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'linked' });
+    const m = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'canonical' });
     writeOutbox(root, [m]);
-    fs.writeFileSync(path.join(agentPaths(root, 'a').outbox, 'hand.json'), JSON.stringify({ id: 'hand-1', from: 'a', to: 'b', act: 'inform', body: 'copied' }));
+    fs.writeFileSync(path.join(agentPaths(root, 'a').outbox, 'hand.json'), JSON.stringify({ id: 'hand-1', from: 'a', to: 'b', act: 'inform', body: 'by hand' }));
     await route();
-    const inbox = agentPaths(root, 'b').inbox;
-    const linked = fs.readdirSync(inbox).find((n) => n.endsWith(`-${m.id}.json`))!;
-    const copied = fs.readdirSync(inbox).find((n) => n.endsWith('-hand-1.json'))!;
-    expect(fs.statSync(path.join(inbox, linked)).ino).toBe(fs.statSync(path.join(agentPaths(root, 'a').sent, `${m.id}.json`)).ino);
-    expect(fs.statSync(path.join(inbox, copied)).ino).not.toBe(fs.statSync(path.join(agentPaths(root, 'a').sent, 'hand.json')).ino);
-    expect(JSON.parse(fs.readFileSync(path.join(inbox, copied), 'utf8'))).toMatchObject({ id: 'hand-1', conversation: 'hand-1', hops: 0, requires_reply: false });
+    const lines = fs.readFileSync(path.join(agentPaths(root, 'b').inbox, '000000000001.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { seq: number; message: Record<string, unknown> });
+    expect(lines.map((l) => l.seq)).toEqual([1, 2]);
+    expect(lines.map((l) => l.message.id).sort()).toEqual(['hand-1', m.id].sort());
+    expect(lines.find((l) => l.message.id === 'hand-1')!.message).toMatchObject({ id: 'hand-1', conversation: 'hand-1', hops: 0, requires_reply: false });
   });
 
   it('a settle that fails leaves the items to route again, which delivers nothing twice (a SIGKILL there: crash-windows.test.ts)', async () => {

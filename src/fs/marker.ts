@@ -19,6 +19,28 @@ export class MarkerFile {
     this.writeText(JSON.stringify(value));
   }
 
+  /**
+   * `write`, then checks that the marker's name still leads to the file written (someone
+   * may have removed it or put something else there); if not, makes it anew and writes
+   * again. One lstat more: for markers readers depend on.
+   */
+  writeFollowing(value: unknown): void {
+    this.write(value);
+    if (this.stillThere()) return;
+    this.close();
+    this.write(value);
+  }
+
+  private stillThere(): boolean {
+    try {
+      const named = fs.lstatSync(this.file);
+      const open = fs.fstatSync(this.fd!);
+      return named.ino === open.ino && named.dev === open.dev;
+    } catch {
+      return false;
+    }
+  }
+
   /** Writes `text` (one line, no newline) padded to the record size. */
   writeText(text: string): void {
     if (text.length >= this.size) throw new Error(`marker ${this.file}: record of ${text.length} bytes exceeds ${this.size}`);

@@ -85,6 +85,24 @@ export function listSegments(inboxDir: string): { segments: Segment[]; foreign: 
   return { segments: segments.sort((a, b) => a.first - b.first), foreign };
 }
 
+/**
+ * True when a segment's first line is the valid entry of its first seq. A file someone put
+ * in the folder under a segment's name fails this and is never read as entries (forging a
+ * line's checksum on purpose is another matter: whoever can write the hive can also write
+ * an outbox). An empty segment (created by a router killed before its first write) fails
+ * too: it holds nothing.
+ */
+export function isRealSegment(seg: Segment): boolean {
+  let head: Buffer;
+  try {
+    head = readSegmentFrom(seg.file, 0, seg.name, 64 * 1024);
+  } catch {
+    return false;
+  }
+  const [first] = splitLines(head, 0, seg.first);
+  return first !== undefined && decodeEntryLine(first.text, seg.first, seg.name).ok;
+}
+
 export interface ScannedLine {
   seq: number;
   /** Byte offsets of the line in the segment (end: just after its newline). */

@@ -12,7 +12,7 @@ import { crashPoint } from '../testing/crash-point.ts';
 import { plantActive } from '../testing/seams.ts';
 import { committedCursor } from './committed-cursor.ts';
 import { deadLetterData } from './dead-letter.ts';
-import { decodeEntryLine, encodeEntryLine, listSegments, readSegmentFrom, readSynced, segmentName, splitLines, SYNCED_NAME, type Segment } from './inbox-log.ts';
+import { decodeEntryLine, encodeEntryLine, isRealSegment, listSegments, readSegmentFrom, readSynced, segmentName, splitLines, SYNCED_NAME, type Segment } from './inbox-log.ts';
 
 /**
  * The writing side of the inbox logs (docs/architecture.md, "Inbox logs"). The router is
@@ -111,7 +111,7 @@ export class InboxWriter {
       crashPoint('deliver.after-sync');
       this.lastSeq = seq;
       for (const f of fresh) this.remember(f.message.id);
-      this.synced.write({ seq });
+      this.synced.writeFollowing({ seq });
       return outcomes;
     } catch (err) {
       this.close(); // what is on disk is the truth: the next batch opens (recovers) again
@@ -129,7 +129,18 @@ export class InboxWriter {
   private roll(firstSeq: number): void {
     if (this.fd !== null) fs.closeSync(this.fd);
     const seg = { first: firstSeq, name: segmentName(firstSeq), file: path.join(this.dir, segmentName(firstSeq)) };
-    this.fd = fs.openSync(seg.file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, hiveModes().file);
+    const flags = fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW;
+    try {
+      this.fd = fs.openSync(seg.file, flags, hiveModes().file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // Something is there under the new segment's name (left by hand, or an empty segment
+      // of a killed router): moved aside, kept, and logged.
+      const aside = `${seg.file}.foreign-${Date.now()}`;
+      fs.renameSync(seg.file, aside);
+      appendEvent(this.root, { type: 'inbox.foreign-entry', agent: this.agentId, name: seg.name, note: `in the way of a new segment: renamed to ${path.basename(aside)}` });
+      this.fd = fs.openSync(seg.file, flags, hiveModes().file);
+    }
     this.size = 0;
     this.dirDirty = true;
     this.segments.push(seg);
@@ -166,8 +177,9 @@ export class InboxWriter {
 
   /** Recovery: reads the segments, cuts a torn tail, flushes the last segment, rewrites `.synced`. */
   private async open(): Promise<void> {
-    const { segments, foreign } = listSegments(this.dir);
-    for (const name of foreign) appendEvent(this.root, { type: 'inbox.foreign-entry', agent: this.agentId, name, note: 'named like a segment but not a regular file: ignored' });
+    const listed = listSegments(this.dir);
+    const segments = listed.segments.filter((s) => isRealSegment(s) || (listed.foreign.push(s.name), false));
+    for (const name of listed.foreign) appendEvent(this.root, { type: 'inbox.foreign-entry', agent: this.agentId, name, note: 'named like a segment but not one (not a regular file, or its first line is not its first entry): ignored' });
     this.segments = segments;
     this.ids.clear();
     this.lastSeq = 0;
@@ -247,7 +259,7 @@ export function reconcileInbox(root: string, agentId: string): number {
   const dir = agentPaths(root, agentId).inbox;
   if (!isRealDirectory(dir)) return 0;
   const synced = readSynced(dir);
-  const last = listSegments(dir).segments.at(-1);
+  const last = listSegments(dir).segments.filter(isRealSegment).at(-1);
   if (!last) return synced;
   const lines = splitLines(readSegmentFrom(last.file, 0, `agents/${agentId}/inbox/${last.name}`), 0, last.first);
   let end = synced;

@@ -4,7 +4,7 @@ import { assertRealDirectory } from '../fs/regular-file.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { deadLetterData } from './dead-letter.ts';
 import { committedCursor } from './committed-cursor.ts';
-import { decodeEntryLine, listSegments, readSegmentFrom, readSynced, splitLines, type Segment } from './inbox-log.ts';
+import { decodeEntryLine, isRealSegment, listSegments, readSegmentFrom, readSynced, splitLines, type Segment } from './inbox-log.ts';
 
 /**
  * The reading side of an inbox log (format: src/queue/inbox-log.ts). Readers never go past
@@ -93,7 +93,9 @@ export class InboxReader {
       if (!eof) continue;
       // The end of this segment: go on in the next one (listed again when not known yet).
       if (at.index + 1 >= this.segments.length) this.refresh();
-      const nextIndex = this.segments.findIndex((s) => s.first > seg.first);
+      // The segment that begins where this one ends, or (a gap) the first one after that.
+      let nextIndex = this.segments.findIndex((s) => s.first === at!.seq);
+      if (nextIndex < 0) nextIndex = this.segments.findIndex((s) => s.first > at!.seq);
       if (nextIndex < 0) break;
       const next = this.segments[nextIndex]!;
       at = { file: next.file, offset: 0, seq: next.first, index: nextIndex };
@@ -109,8 +111,15 @@ export class InboxReader {
     return entries;
   }
 
+  /** Names of segments checked to be real (isRealSegment), and of ones found not to be. */
+  private readonly checked = new Map<string, boolean>();
+
   private refresh(): void {
-    this.segments = listSegments(this.dir).segments;
+    this.segments = listSegments(this.dir).segments.filter((s) => {
+      let real = this.checked.get(s.name);
+      if (real === undefined || !real) this.checked.set(s.name, (real = isRealSegment(s)));
+      return real;
+    });
   }
 
   /** The start of the segment holding `seq` (or of the first one after it: a gap). */
