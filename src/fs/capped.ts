@@ -3,7 +3,7 @@ import path from 'node:path';
 import { listDir } from './atomic.ts';
 
 /**
- * Caps on folders that only grow (`outbox/.sent/`, `inbox/.done/`), enforced on write.
+ * Caps on folders that only grow (`outbox/.sent/`), enforced on write.
  * Listing and sorting a folder of thousands of names on every move costs more than the
  * move, so this keeps a per-process count and trims (oldest names first) only when the
  * folder is 10% over its cap: at most `cap * 1.1 + 16` entries, amortized O(1) a move.

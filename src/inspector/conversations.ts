@@ -12,7 +12,7 @@ import type { TranscriptEvent } from '../session/types.ts';
 
 /**
  * What the inspector reads of the messages a hive holds, from disk only (so it survives
- * restarts): every agent's inbox and `.done/`, as far as their caps keep them. One message
+ * restarts): every agent's inbox log, as far as its compaction keeps it. One message
  * delivered to several agents (a broadcast) is one row with a delivery per recipient.
  */
 export interface MessageRow {
