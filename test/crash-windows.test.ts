@@ -59,7 +59,12 @@ const CASES: Record<CrashPointName, { garbage?: boolean; atCrash?: (root: string
   },
   'commit.after-outbox': {
     // The replies' files were written: the restore finds them and writes none again.
-    atCrash: (root) => expect(fs.readdirSync(agentPaths(root, 'counter').outbox).filter((n) => n.endsWith('.json')).length).toBeGreaterThan(0),
+    atCrash: (root) => {
+      // Each reply is in outbox/, or in outbox/.sent/ when the router (still running) took it already.
+      const p = agentPaths(root, 'counter');
+      const written = [...fs.readdirSync(p.outbox), ...fs.readdirSync(p.sent)].filter((n) => n.endsWith('.json'));
+      for (const m of readStateFile(root, 'counter')!.lastTurn.messages) expect(written).toContain(`${m.id}.json`);
+    },
     recovered: (e) => expect(logged(e.root, 'actor.restored', e.second).some((l) => l.agent === 'counter' && l.reemitted === 0 && Number(l.commit) > 0)).toBe(true),
   },
   'deliver.after-append': {
