@@ -23,7 +23,8 @@ import { appendEvent } from '../log/event-log.ts';
 import { errorMessage } from '../errors.ts';
 import { composeMessages, godNotice, nextTimers } from './compose.ts';
 import { SYSTEM_SENDER } from '../protocol/agent-id.ts';
-import { commitTurn, paySyncDebt, type StepRunner, type SyncDebt } from './commit.ts';
+import { commitTurn, type StepRunner } from './commit.ts';
+import { spillUnrouted } from './spill.ts';
 import { ShortageGate } from '../fs/shortage.ts';
 import { inflightMarker, readInflight, withLastError, type InflightMarker } from './inflight.ts';
 import { restoreAgentState } from './restore.ts';
@@ -63,7 +64,6 @@ export class AgentActor {
   private actor: Actor<typeof agentMachine> | null = null;
   private inflight: InflightMarker | null = null;
   private marker: MarkerFile | null = null;
-  private debt: SyncDebt = [];
   private store: StateStore | null = null;
   private timerHandle: unknown = null;
   private pollHandle: unknown = null;
@@ -109,7 +109,7 @@ export class AgentActor {
     this.runStep = (step) => this.gate.run(step);
   }
 
-  /** Restores from state.json (re-emitting the last turn if needed) and starts the machine. */
+  /** Restores from the commit record and starts the machine. */
   async start(): Promise<ActorInfo> {
     // Provider processes a previous worker of this agent left running die first: the turn
     // they were for is about to be run again (or was committed), and must not run twice.
@@ -122,17 +122,19 @@ export class AgentActor {
     const armed = (await this.o.brain.restore?.(restored.context.brainState, startNow)) ?? [];
     if (armed.length > 0) restored.context.timers = nextTimers(this.id, { kind: 'timer', timer: { id: 'start', name: 'start', at: startNow, payload: null } }, restored.context.timers, armed, [], startNow);
     // What the restore had to finish of the last commit (the crash-window tests read it).
-    appendEvent(this.o.root, { type: 'actor.restored', agent: this.id, from: restored.from, commit: restored.commit, cursor: restored.context.cursor, reemitted: restored.reemitted });
+    appendEvent(this.o.root, { type: 'actor.restored', agent: this.id, from: restored.from, commit: restored.commit, cursor: restored.context.cursor });
     if (this.o.brain.conversational) {
       const current = currentSession(this.o.root, this.id);
       this.session = new Session(this.o.root, this.id, current.key, this.o.settings.sessionCaps, current.commit ?? null);
       await this.runStep(() => this.session!.catchUp(restored.commit, restored.lastSession));
     }
-    this.store = new StateStore(this.o.root, this.id, restored.commit);
+    this.store = new StateStore(this.o.root, this.id, restored.commit, undefined, () => spillUnrouted(this.o.root, this.id));
+    this.store.markRestored();
     this.inflight = readInflight(this.o.root, this.id);
     // Ended for a pool mate's fault: the attempt the crash cut short is not this message's.
     if (this.o.spec.forgiveCrash && this.inflight?.pid === process.pid) this.inflight = { ...this.inflight, attempts: Math.max(0, this.inflight.attempts - 1) };
-    if (restored.reemitted > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: restored.reemitted });
+    // The last commit's messages may not be routed yet: the router reads them from the record.
+    if (restored.commit > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: 0 });
     const machine = agentMachine.provide({
       actors: {
         fetchWork: fromPromise(async ({ input }) => this.runStep(() => this.fetchWork(input.cursor, input.timers))),
@@ -202,8 +204,6 @@ export class AgentActor {
       });
     });
     if (stopped) {
-      await paySyncDebt(this.o.root, this.id, this.debt);
-      this.debt = [];
       this.mirrorCursor();
     }
     this.marker?.close();
@@ -530,16 +530,13 @@ export class AgentActor {
     // before history.json is written loses nothing of it (Session.catchUp).
     const session = this.session ? this.pendingTurns.map((t) => this.sessionTurnOf(t.input, t.out)) : [];
     const done = await commitTurn(this.store!, {
-      root: this.o.root,
       next,
       messages,
-      debt: this.debt,
       session,
       ...(previous ? { previous } : {}),
       onCommitted: committed,
       runStep: this.runStep,
     });
-    this.debt = done.debt;
     for (const span of this.sendSpans.splice(0)) span.end();
     await this.runStep(() => this.recordTurns(done.commit));
     if (messages.length > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: messages.length });
@@ -568,7 +565,7 @@ export class AgentActor {
     );
     await this.runStep(() => writeOutbox(this.o.root, [notice]));
     this.o.emit({ type: 'outbox.written', agent: SYSTEM_SENDER, count: 1 });
-    this.debt = (await commitTurn(this.store!, { root: this.o.root, next, messages: [], debt: this.debt, runStep: this.runStep })).debt;
+    await commitTurn(this.store!, { next, messages: [], runStep: this.runStep });
     this.inflight = null;
     this.o.emit({
       type: 'actor.poisoned',

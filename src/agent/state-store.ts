@@ -7,6 +7,7 @@ import type { HiveMessage } from '../protocol/message.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
 import { hiveModes } from '../fs/modes.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
+import { MarkerFile } from '../fs/marker.ts';
 
 /**
  * An agent's committed state: `state.json` (a checkpoint, replaced atomically) plus
@@ -57,6 +58,26 @@ function digest(json: string): string {
 export function encodeCommitLine(record: StateFile): Buffer {
   const json = JSON.stringify(record);
   return Buffer.from(`${digest(json)} ${json}\n`);
+}
+
+/** Every valid commit line of `buf` (a state.wal), in file order. */
+export function decodeCommitLines(buf: Buffer, agentId: string): StateFile[] {
+  const out: StateFile[] = [];
+  let start = 0;
+  while (start < buf.length) {
+    let nl = buf.indexOf(10, start);
+    if (nl < 0) nl = buf.length;
+    if (nl - start > 17 && buf[start] !== 0) {
+      const line = buf.toString('utf8', start, nl);
+      const json = line.slice(17);
+      if (line[16] === ' ' && digest(json) === line.slice(0, 16)) {
+        const record = JSON.parse(json) as StateFile;
+        if (record.agent === agentId) out.push(record);
+      }
+    } else if (buf[start] === 0) break; // the preallocated rest
+    start = nl + 1;
+  }
+  return out;
 }
 
 interface WalScan {
@@ -121,14 +142,46 @@ export class StateStore {
   private commit: number;
   private readonly p;
 
+  private readonly committed: MarkerFile;
+
+  /**
+   * `beforeWrap` runs before a checkpoint lets the log be written over from its start (the
+   * actor writes the messages the router has not routed yet as outbox files there).
+   */
   constructor(
     private readonly root: string,
     readonly agentId: string,
     lastCommit: number,
     private readonly walBytes = 64 * 1024,
+    private readonly beforeWrap: () => void = () => undefined,
   ) {
     this.p = agentPaths(root, agentId);
     this.commit = lastCommit;
+    this.committed = new MarkerFile(this.p.committed, 64);
+  }
+
+  /**
+   * Marks `commit` as on stable storage (\`agents/<id>/committed\`, not flushed: it only
+   * ever names durable commits). The router routes a commit's messages only once marked.
+   * At start the actor flushes the log and marks what it restored.
+   */
+  markCommitted(commit: number): void {
+    this.committed.writeFollowing({ commit });
+  }
+
+  /** Start: the log's content made durable (a killed process may have left it in the page cache only), then marked. */
+  markRestored(): void {
+    try {
+      const fd = fs.openSync(this.p.stateWal, 'r+');
+      try {
+        syncFd(fd, true);
+      } finally {
+        fs.closeSync(fd);
+      }
+    } catch {
+      // no log yet
+    }
+    this.markCommitted(this.commit);
   }
 
   /** Commits `next` and the turn's messages durably (one pwrite + fdatasync). */
@@ -147,18 +200,22 @@ export class StateStore {
     fs.writeSync(fd, line, 0, line.length, this.offset);
     syncFd(fd, true);
     this.offset += line.length;
+    this.markCommitted(record.commit);
     return record;
   }
 
   /** Writes `record` as state.json atomically; the log starts again at offset 0. */
   checkpoint(record: StateFile): void {
+    this.beforeWrap();
     writeJsonAtomic(this.p.state, record);
     this.offset = 0;
+    this.markCommitted(record.commit);
   }
 
   close(): void {
     if (this.fd !== null) fs.closeSync(this.fd);
     this.fd = null;
+    this.committed.close();
   }
 
   /** Opens the log, creating and preallocating it on first use, and finds the write offset. */

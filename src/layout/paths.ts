@@ -72,6 +72,10 @@ function buildAgentPaths(root: string, id: string) {
     cursor: path.join(dir, 'cursor.json'),
     state: path.join(dir, 'state.json'),
     stateWal: path.join(dir, 'state.wal'),
+    /** The newest commit on stable storage (src/queue/commit-outbox.ts). */
+    committed: path.join(dir, 'committed'),
+    /** How far the router has routed the commit records' messages. */
+    routed: path.join(dir, 'routed'),
     inflight: path.join(dir, 'inflight.json'),
     sessions: path.join(dir, 'sessions'),
   });

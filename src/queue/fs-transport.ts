@@ -8,6 +8,7 @@ import { encodeMessage, markSent, readOutbox, writeOutboxAsync } from './outbox.
 import { commitCursor, readCursor } from './cursor.ts';
 import { deadLetterData, deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
 import type { PendingItem, Transport } from './transport.ts';
+import { committedRecords, isAfter, MarkWriter, parseCommitRef, readCommitted, readRouted, unroutedMessages, type RoutedMark } from './commit-outbox.ts';
 
 export interface FsTransportOptions {
   /** How many routed files `outbox/.sent/` keeps (default 1000). */
@@ -35,6 +36,31 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     if (!w) writers.set(id, (w = new InboxWriter(root, id, { doneCap, ...(options.segmentBytes ? { segmentBytes: options.segmentBytes } : {}) })));
     return w;
   };
+  // The commit records as outboxes (src/queue/commit-outbox.ts): where routing stands per
+  // agent, the highest commit known to hold nothing unrouted, the messages last handed out.
+  const routed = new Map<string, RoutedMark>();
+  const clearThrough = new Map<string, number>();
+  const handedOut = new Map<string, HiveMessage>();
+  const marks = new MarkWriter();
+  const routedOf = (id: string) => {
+    let r = routed.get(id);
+    if (!r) routed.set(id, (r = readRouted(root, id)));
+    return r;
+  };
+  const fromCommits = (sender: string, limit: number): PendingItem[] => {
+    const through = readCommitted(root, sender);
+    if (through <= 0 || through <= (clearThrough.get(sender) ?? 0)) return [];
+    const items = unroutedMessages(committedRecords(root, sender), routedOf(sender), through, limit);
+    if (items.length === 0) clearThrough.set(sender, through);
+    for (const i of items) handedOut.set(`${sender}/${i.ref}`, i.message);
+    return items.map((i) => ({ ref: i.ref, message: i.message, error: null }));
+  };
+  const advance = (sender: string, mark: RoutedMark) => {
+    const next = { commit: mark.commit, index: mark.index + 1 };
+    if (!isAfter(next, routedOf(sender))) return;
+    routed.set(sender, next);
+    marks.write(agentPaths(root, sender).routed, next);
+  };
   const readerOf = (id: string) => {
     let r = readers.get(id);
     if (!r) readers.set(id, (r = new InboxReader(root, id)));
@@ -46,7 +72,10 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
       await writeOutboxAsync(root, messages);
     },
     async pending(sender: string, limit?: number): Promise<PendingItem[]> {
-      return readOutbox(root, sender, limit).map((f) => {
+      const committed = fromCommits(sender, limit ?? Infinity);
+      const left = limit === undefined ? undefined : limit - committed.length;
+      if (left !== undefined && left <= 0) return committed;
+      return [...committed, ...readOutbox(root, sender, left).map((f) => {
         if (f.parsed.ok) return { ref: f.name, message: f.parsed.message, error: null };
         let ageMs = Infinity;
         try {
@@ -56,13 +85,30 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
           ageMs = Infinity;
         }
         return { ref: f.name, message: null, error: f.parsed.error, ageMs };
-      });
+      })];
     },
     async settle(sender: string, refs: string[]) {
-      markSent(root, sender, refs, sentCap);
+      const files: string[] = [];
+      for (const ref of refs) {
+        const mark = parseCommitRef(ref);
+        if (!mark) files.push(ref);
+        else {
+          advance(sender, mark);
+          handedOut.delete(`${sender}/${ref}`);
+        }
+      }
+      if (files.length > 0) markSent(root, sender, files, sentCap);
     },
     async reject(sender: string, ref: string, reason: DeadLetterReason) {
-      deadLetterFile(root, path.join(agentPaths(root, sender).outbox, ref), reason);
+      const mark = parseCommitRef(ref);
+      if (!mark) {
+        deadLetterFile(root, path.join(agentPaths(root, sender).outbox, ref), reason);
+        return;
+      }
+      const message = handedOut.get(`${sender}/${ref}`);
+      if (message) deadLetterData(root, `${message.id}.json`, encodeMessage(message), reason, { exactName: true });
+      handedOut.delete(`${sender}/${ref}`);
+      advance(sender, mark);
     },
     async deadLetterCopy(message: HiveMessage, key: string, reason: DeadLetterReason) {
       deadLetterData(root, key, encodeMessage(message), reason, { exactName: true });
@@ -80,6 +126,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
       commitCursor(root, recipient, seq);
     },
     close() {
+      marks.close();
       for (const w of writers.values()) w.close();
       writers.clear();
       readers.clear();

@@ -10,9 +10,8 @@ import path from 'node:path';
  * process exactly in that window. Unarmed, as in production, a point is one comparison.
  */
 export const CRASH_POINTS = [
-  'commit.after-debt',
+  'commit.before-wal',
   'commit.after-wal',
-  'commit.after-outbox',
   'deliver.after-append',
   'deliver.after-sync',
   'route.after-deliveries',

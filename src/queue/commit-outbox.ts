@@ -1,0 +1,129 @@
+import fs from 'node:fs';
+import { agentPaths } from '../layout/paths.ts';
+import { readJsonFile } from '../fs/atomic.ts';
+import { MarkerFile } from '../fs/marker.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
+import type { HiveMessage } from '../protocol/message.ts';
+import { decodeCommitLines, type StateFile } from '../agent/state-store.ts';
+
+/**
+ * The transactional outbox (docs/architecture.md, "The commit record is the outbox"): an
+ * agent actor's emitted messages are read by the router from its commit records
+ * (`state.wal`, and `state.json` at a checkpoint) instead of from outbox files. Two
+ * markers, each rewritten in place and never flushed:
+ *
+ *   agents/<id>/committed   {"commit":N}: the newest commit on stable storage (the actor
+ *                           writes it after its fdatasync, and again at every start), so
+ *                           the router never routes a turn a power cut could undo
+ *   agents/<id>/routed      {"commit":C,"index":I}: the router's progress: every message
+ *                           before message I of commit C is routed. Lost or stale, it only
+ *                           makes the router route again what it routed (dropped as
+ *                           duplicates by the inboxes).
+ *
+ * Before the log wraps at a checkpoint, the actor writes the messages of commits the router
+ * has not reached as outbox files (durably): nothing is ever only in a line about to be
+ * overwritten (StateStore.checkpoint).
+ */
+
+export interface RoutedMark {
+  commit: number;
+  index: number;
+}
+
+function readMark<T>(file: string): T | null {
+  try {
+    return JSON.parse(readRegularFile(file, 'utf8')) as T;
+  } catch {
+    return null;
+  }
+}
+
+/** The newest durable commit of an agent (0 when it never wrote one, or -1 when it has no marker). */
+export function readCommitted(root: string, agentId: string): number {
+  const m = readMark<{ commit?: unknown }>(agentPaths(root, agentId).committed);
+  return m && Number.isInteger(m.commit) ? (m.commit as number) : -1;
+}
+
+/** Where the router's routing of an agent's commit records stands (commit 0: nothing routed). */
+export function readRouted(root: string, agentId: string): RoutedMark {
+  const m = readMark<{ commit?: unknown; index?: unknown }>(agentPaths(root, agentId).routed);
+  if (m && Number.isInteger(m.commit) && Number.isInteger(m.index)) return { commit: m.commit as number, index: m.index as number };
+  return { commit: 0, index: 0 };
+}
+
+export function isAfter(a: RoutedMark, b: RoutedMark): boolean {
+  return a.commit > b.commit || (a.commit === b.commit && a.index > b.index);
+}
+
+export interface CommittedMessage {
+  /** `@<commit>.<index>`: the ref the router settles. */
+  ref: string;
+  mark: RoutedMark;
+  message: HiveMessage;
+}
+
+/** Every commit record an agent's files still hold (the checkpoint and the log's valid lines), oldest first. */
+export function committedRecords(root: string, agentId: string): StateFile[] {
+  const p = agentPaths(root, agentId);
+  const records: StateFile[] = [];
+  try {
+    const checkpoint = readJsonFile<StateFile>(p.state);
+    if (checkpoint && checkpoint.agent === agentId) records.push(checkpoint);
+  } catch {
+    // an unreadable checkpoint holds nothing to route; the actor reports it at its start
+  }
+  let buf: Buffer | null = null;
+  try {
+    buf = fs.existsSync(p.stateWal) ? readRegularFile(p.stateWal) : null;
+  } catch {
+    buf = null;
+  }
+  if (buf) records.push(...decodeCommitLines(buf, agentId));
+  const byCommit = new Map<number, StateFile>();
+  for (const r of records) byCommit.set(r.commit, r);
+  return [...byCommit.values()].sort((a, b) => a.commit - b.commit);
+}
+
+/** The messages of commits after `after` and at most `through`, in order. */
+export function unroutedMessages(records: StateFile[], after: RoutedMark, through: number, limit = Infinity): CommittedMessage[] {
+  const out: CommittedMessage[] = [];
+  for (const r of records) {
+    if (r.commit < after.commit || r.commit > through) continue;
+    const messages = r.lastTurn?.messages ?? [];
+    for (let i = 0; i < messages.length; i++) {
+      const mark = { commit: r.commit, index: i };
+      if (mark.commit === after.commit && mark.index < after.index) continue; // routed already
+      out.push({ ref: `@${r.commit}.${i}`, mark, message: messages[i]! });
+      if (out.length >= limit) return out;
+    }
+  }
+  return out;
+}
+
+export function parseCommitRef(ref: string): RoutedMark | null {
+  const m = /^@(\d+)\.(\d+)$/.exec(ref);
+  return m ? { commit: Number(m[1]), index: Number(m[2]) } : null;
+}
+
+/** Marker files kept open by one writer (the actor's `committed`, the router's `routed`). */
+export class MarkWriter {
+  private readonly markers = new Map<string, MarkerFile>();
+
+  write(file: string, value: unknown): void {
+    let m = this.markers.get(file);
+    if (!m) {
+      if (this.markers.size >= 512) {
+        const [oldest, old] = this.markers.entries().next().value as [string, MarkerFile];
+        old.close();
+        this.markers.delete(oldest);
+      }
+      this.markers.set(file, (m = new MarkerFile(file, 64)));
+    }
+    m.writeFollowing(value);
+  }
+
+  close(): void {
+    for (const m of this.markers.values()) m.close();
+    this.markers.clear();
+  }
+}
