@@ -14,6 +14,7 @@ import { routerMachine } from '../machines/router.ts';
 import { GOD_ID } from '../src/protocol/agent-id.ts';
 import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { routeOnce } from '../src/router/route.ts';
+import { trimDeferred } from '../src/fs/capped.ts';
 import { createDirectoryCache } from '../src/router/directory.ts';
 import { hivePaths } from '../src/layout/paths.ts';
 import { appendEvent } from '../src/log/event-log.ts';
@@ -110,6 +111,7 @@ const machine = routerMachine.provide({
         appendEvent(init.root, { type: 'router.sender-refused', agent: r.sender, error: r.error });
       }
       pending.keep(report.moreSenders);
+      if (!report.more) trimWhenIdle();
       if (report.shortage !== undefined) waitOutShortage(report.shortage, senders);
       else if (shortage.reason !== null && covers(senders, shortage.senders)) resumed();
       if (report.unsettled > 0) {
@@ -120,6 +122,22 @@ const machine = routerMachine.provide({
     }),
   },
 });
+
+/**
+ * Routed files are moved to `outbox/.sent/` on the message path; trimming those folders to
+ * their cap (unlinks: inode and block frees) waits until the router is idle, one folder per
+ * tick, so it never holds up the writers of new outbox files (src/fs/capped.ts).
+ */
+let trimTimer: NodeJS.Timeout | null = null;
+function trimWhenIdle(): void {
+  if (trimTimer) return;
+  trimTimer = setTimeout(() => {
+    trimTimer = null;
+    if (String(actor.getSnapshot().value) !== 'idle') return trimWhenIdle();
+    if (trimDeferred(1) > 0) trimWhenIdle();
+  }, 100);
+  trimTimer.unref();
+}
 
 /**
  * A pass that stopped for want of a resource (a full disk) is tried again with backoff:

@@ -62,7 +62,12 @@ export function encodeCommitLine(record: StateFile): Buffer {
 
 /** Every valid commit line of `buf` (a state.wal), in file order. */
 export function decodeCommitLines(buf: Buffer, agentId: string): StateFile[] {
-  const out: StateFile[] = [];
+  return decodeCommitLinesAt(buf, agentId).map((l) => l.record);
+}
+
+/** `decodeCommitLines` with each line's end offset in `buf`. */
+export function decodeCommitLinesAt(buf: Buffer, agentId: string): { record: StateFile; end: number }[] {
+  const out: { record: StateFile; end: number }[] = [];
   let start = 0;
   while (start < buf.length) {
     let nl = buf.indexOf(10, start);
@@ -72,7 +77,7 @@ export function decodeCommitLines(buf: Buffer, agentId: string): StateFile[] {
       const json = line.slice(17);
       if (line[16] === ' ' && digest(json) === line.slice(0, 16)) {
         const record = JSON.parse(json) as StateFile;
-        if (record.agent === agentId) out.push(record);
+        if (record.agent === agentId) out.push({ record, end: nl + 1 });
       }
     } else if (buf[start] === 0) break; // the preallocated rest
     start = nl + 1;
@@ -135,6 +140,20 @@ export function readStateFile(root: string, agentId: string): StateFile | undefi
   return scanWal(p.stateWal, agentId, checkpoint?.commit ?? -1).best ?? checkpoint;
 }
 
+const MIN_WAL_BYTES = 64 * 1024;
+const MAX_WAL_BYTES = 1024 * 1024;
+
+/** The size of an agent's log as it is (a power of two from 64 KiB to 1 MiB), else 64 KiB. */
+function presentWalSize(file: string): number {
+  try {
+    const size = fs.statSync(file).size;
+    if (size >= MIN_WAL_BYTES && size <= MAX_WAL_BYTES && (size & (size - 1)) === 0) return size;
+  } catch {
+    // no log yet
+  }
+  return MIN_WAL_BYTES;
+}
+
 /** Writes commits for one agent. One writer per agent (the actor that owns it). */
 export class StateStore {
   private fd: number | null = null;
@@ -144,21 +163,30 @@ export class StateStore {
 
   private readonly committed: MarkerFile;
 
+  private walBytes: number;
+
   /**
    * `beforeWrap` runs before a checkpoint lets the log be written over from its start (the
-   * actor writes the messages the router has not routed yet as outbox files there).
+   * actor writes the messages the router has not routed yet as outbox files there) and
+   * returns how many it had to write: when it had to, the log doubles (up to 1 MiB) at that
+   * checkpoint, so a busy agent's log holds what the router has yet to read, and an idle
+   * one stays small. `walBytes` (default: the log's present size, else 64 KiB) fixes the size.
    */
   constructor(
     private readonly root: string,
     readonly agentId: string,
     lastCommit: number,
-    private readonly walBytes = 64 * 1024,
-    private readonly beforeWrap: () => void = () => undefined,
+    walBytes?: number,
+    private readonly beforeWrap: () => number = () => 0,
   ) {
     this.p = agentPaths(root, agentId);
     this.commit = lastCommit;
     this.committed = new MarkerFile(this.p.committed, 64);
+    this.fixedSize = walBytes !== undefined;
+    this.walBytes = walBytes ?? presentWalSize(this.p.stateWal);
   }
+
+  private readonly fixedSize: boolean;
 
   /**
    * Marks `commit` as on stable storage (\`agents/<id>/committed\`, not flushed: it only
@@ -206,10 +234,14 @@ export class StateStore {
 
   /** Writes `record` as state.json atomically; the log starts again at offset 0. */
   checkpoint(record: StateFile): void {
-    this.beforeWrap();
+    const spilled = this.beforeWrap();
     writeJsonAtomic(this.p.state, record);
     this.offset = 0;
     this.markCommitted(record.commit);
+    if (spilled > 0 && !this.fixedSize && this.walBytes < MAX_WAL_BYTES) {
+      this.walBytes *= 2;
+      this.close(); // the next append preallocates the bigger log (open)
+    }
   }
 
   close(): void {

@@ -34,8 +34,14 @@ function removeEntry(file: string): void {
   }
 }
 
-/** Records `added` new entries in `dir` and trims it when it is well over `cap`. */
-export function noteAdded(dir: string, added: number, cap: number): void {
+/**
+ * Records `added` new entries in `dir` and trims it when it is well over `cap`. With
+ * `deferTo` (a ceiling above `cap`), a folder between the two is only noted, and trimmed
+ * later by `trimDeferred`, when its owner has nothing better to do: unlinking a file frees
+ * its inode and blocks, and on a busy message path those frees held up the writers of new
+ * files in the same folders (docs/architecture.md, "Inbox logs").
+ */
+export function noteAdded(dir: string, added: number, cap: number, deferTo?: number): void {
   let count = counts.get(dir);
   if (count === undefined) {
     trimFolder(dir, cap);
@@ -43,5 +49,29 @@ export function noteAdded(dir: string, added: number, cap: number): void {
   }
   count += added;
   counts.set(dir, count);
-  if (count > cap + Math.ceil(cap / 10) + 16) trimFolder(dir, cap);
+  const over = cap + Math.ceil(cap / 10) + 16;
+  if (count <= over) return;
+  if (deferTo !== undefined && count <= Math.max(deferTo, over)) deferred.set(dir, cap);
+  else {
+    deferred.delete(dir);
+    trimFolder(dir, cap);
+  }
+}
+
+/** Folders over their cap whose trim waits (see noteAdded), with their caps. */
+const deferred = new Map<string, number>();
+
+/** Trims the folders waiting for it, at most `maxFolders` of them; returns how many still wait. */
+export function trimDeferred(maxFolders = Infinity): number {
+  let n = 0;
+  for (const [dir, cap] of deferred) {
+    if (n++ >= maxFolders) break;
+    deferred.delete(dir);
+    try {
+      trimFolder(dir, cap);
+    } catch {
+      // gone or replaced: its next write notes it again
+    }
+  }
+  return deferred.size;
 }

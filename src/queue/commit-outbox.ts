@@ -4,7 +4,8 @@ import { readJsonFile } from '../fs/atomic.ts';
 import { MarkerFile } from '../fs/marker.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
 import type { HiveMessage } from '../protocol/message.ts';
-import { decodeCommitLines, type StateFile } from '../agent/state-store.ts';
+import { decodeCommitLines, decodeCommitLinesAt, type StateFile } from '../agent/state-store.ts';
+import { openRegular } from '../fs/regular-file.ts';
 
 /**
  * The transactional outbox (docs/architecture.md, "The commit record is the outbox"): an
@@ -82,6 +83,64 @@ export function committedRecords(root: string, agentId: string): StateFile[] {
   const byCommit = new Map<number, StateFile>();
   for (const r of records) byCommit.set(r.commit, r);
   return [...byCommit.values()].sort((a, b) => a.commit - b.commit);
+}
+
+/**
+ * Reads one agent's commit records for the router without parsing the whole log each pass:
+ * it remembers where the last line it read ended, and reads on from there while the lines
+ * there continue the commit numbers. Anything else (the log wrapped at a checkpoint, a
+ * restart) reads everything again.
+ */
+export class CommitLogTail {
+  private offset = 0;
+  private last = -1;
+  /** Records read and not fully routed yet (commit ≥ the routed mark's). */
+  private kept: StateFile[] = [];
+
+  constructor(
+    private readonly root: string,
+    private readonly agentId: string,
+  ) {}
+
+  /** The records not fully routed (commit ≥ `routedCommit`), as far as the log holds them. */
+  records(through: number, routedCommit: number): StateFile[] {
+    this.kept = this.kept.filter((r) => r.commit >= routedCommit);
+    if (this.last >= 0 && through <= this.last) return this.kept;
+    if (this.last >= 0) {
+      const fresh = this.readFrom(this.offset);
+      if (fresh.length > 0 && fresh[0]!.record.commit === this.last + 1) {
+        this.offset = fresh.at(-1)!.end;
+        this.last = fresh.at(-1)!.record.commit;
+        this.kept.push(...fresh.map((l) => l.record));
+        return this.kept;
+      }
+    }
+    const all = committedRecords(this.root, this.agentId);
+    const tail = this.readFrom(0).at(-1);
+    const newest = all.at(-1)?.commit ?? -1;
+    // Read on from the newest line next time; when the newest is in state.json, read all again.
+    this.offset = tail && tail.record.commit === newest ? tail.end : 0;
+    this.last = this.offset > 0 ? newest : -1;
+    this.kept = all.filter((r) => r.commit >= routedCommit);
+    return this.kept;
+  }
+
+  private readFrom(offset: number): { record: StateFile; end: number }[] {
+    let fd: number;
+    let size: number;
+    try {
+      ({ fd, stats: { size } } = openRegular(agentPaths(this.root, this.agentId).stateWal));
+    } catch {
+      return [];
+    }
+    try {
+      const buf = Buffer.allocUnsafe(Math.max(0, size - offset));
+      const n = buf.length > 0 ? fs.readSync(fd, buf, 0, buf.length, offset) : 0;
+      return decodeCommitLinesAt(buf.subarray(0, n), this.agentId).map((l) => ({ record: l.record, end: l.end + offset }));
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
 }
 
 /** The messages of commits after `after` and at most `through`, in order. */

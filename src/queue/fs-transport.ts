@@ -8,7 +8,7 @@ import { encodeMessage, markSent, readOutbox, writeOutboxAsync } from './outbox.
 import { commitCursor, readCursor } from './cursor.ts';
 import { deadLetterData, deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
 import type { PendingItem, Transport } from './transport.ts';
-import { committedRecords, isAfter, MarkWriter, parseCommitRef, readCommitted, readRouted, unroutedMessages, type RoutedMark } from './commit-outbox.ts';
+import { CommitLogTail, isAfter, MarkWriter, parseCommitRef, readCommitted, readRouted, unroutedMessages, type RoutedMark } from './commit-outbox.ts';
 
 export interface FsTransportOptions {
   /** How many routed files `outbox/.sent/` keeps (default 1000). */
@@ -47,10 +47,13 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     if (!r) routed.set(id, (r = readRouted(root, id)));
     return r;
   };
+  const tails = new Map<string, CommitLogTail>();
   const fromCommits = (sender: string, limit: number): PendingItem[] => {
     const through = readCommitted(root, sender);
     if (through <= 0 || through <= (clearThrough.get(sender) ?? 0)) return [];
-    const items = unroutedMessages(committedRecords(root, sender), routedOf(sender), through, limit);
+    let tail = tails.get(sender);
+    if (!tail) tails.set(sender, (tail = new CommitLogTail(root, sender)));
+    const items = unroutedMessages(tail.records(through, routedOf(sender).commit), routedOf(sender), through, limit);
     if (items.length === 0) clearThrough.set(sender, through);
     for (const i of items) handedOut.set(`${sender}/${i.ref}`, i.message);
     return items.map((i) => ({ ref: i.ref, message: i.message, error: null }));

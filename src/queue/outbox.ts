@@ -141,7 +141,8 @@ export function readOutbox(root: string, agentId: string, limit = Infinity): Out
 }
 
 /**
- * Moves a routed file to `outbox/.sent/` and keeps that folder at most `cap` files.
+ * Moves a routed file to `outbox/.sent/` and keeps that folder at most `cap` files (trimmed
+ * when the router is idle, or at once beyond ten times the cap: see noteAdded).
  * Not fsynced: if the move is lost in a crash, the file is routed again and the
  * inbox's idempotency check drops the copy.
  */
@@ -156,5 +157,5 @@ export function markSent(root: string, agentId: string, names: string[], cap: nu
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
   }
-  noteAdded(p.sent, names.length, cap);
+  noteAdded(p.sent, names.length, cap, cap * 10);
 }

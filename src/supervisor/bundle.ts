@@ -60,15 +60,19 @@ const built = new Map<string, Promise<string>>();
  * when first used. Agent hosts start faster when the memory search (MiniSearch,
  * execa) that a brain may never call is not in their entry file.
  */
-/** Where a build's manifest is kept (build-cache.mjs). */
-function manifestOf(name: string): string {
-  return path.join(cacheDir(), `${name}.manifest.json`);
+/**
+ * Where a build's manifest is kept (build-cache.mjs). Keyed by the entry's path too: two
+ * checkouts of Hive share the cache folder, and one must never run the other's build.
+ */
+function manifestOf(name: string, entry: string): string {
+  const where = createHash('sha256').update(path.resolve(entry)).digest('hex').slice(0, 8);
+  return path.join(cacheDir(), `${name}-${where}.manifest.json`);
 }
 
 async function bundle(entry: string, name: string, external: boolean, split = false, plugins: Plugin[] = []): Promise<string> {
   // A build from an earlier process is reused when none of its inputs changed: a supervisor
   // restart skips esbuild entirely.
-  const cached = cachedBuild(manifestOf(name));
+  const cached = cachedBuild(manifestOf(name, entry));
   if (cached) return cached;
   let result;
   try {
@@ -89,14 +93,14 @@ async function bundle(entry: string, name: string, external: boolean, split = fa
     // Names carry content hashes: an existing file already holds these bytes.
     for (const out of result.outputFiles) if (!fs.existsSync(out.path)) writeFileAtomic(out.path, out.contents, { durable: false });
     const main = result.outputFiles.find((o) => path.basename(o.path).startsWith(`${name}-`))!.path;
-    saveBuild(manifestOf(name), [main, ...result.outputFiles.map((o) => o.path).filter((o) => o !== main)], result.metafile, process.cwd());
+    saveBuild(manifestOf(name, entry), [main, ...result.outputFiles.map((o) => o.path).filter((o) => o !== main)], result.metafile, process.cwd());
     return main;
   }
   const code = result.outputFiles[0]!.contents;
   const hash = createHash('sha256').update(code).digest('hex').slice(0, 16);
   const file = path.join(cacheDir(), `${name}-${hash}.mjs`);
   if (!fs.existsSync(file)) writeFileAtomic(file, code, { durable: false });
-  saveBuild(manifestOf(name), [file], result.metafile, process.cwd());
+  saveBuild(manifestOf(name, entry), [file], result.metafile, process.cwd());
   return file;
 }
 
