@@ -117,9 +117,11 @@ describe('hostile hive folder: the router', () => {
     await roundTrip(hive, 'after the swap');
     await waitFor(hive, () => deadLetterReasons(hive.root).some((r) => r?.code === 'E_UNKNOWN_AGENT' && r.to === 'ext'), 'send to ext dead-lettered');
     expect(fs.readdirSync(path.join(outside, 'inbox'))).toEqual([]);
+    // Once for the symlink (the swap is two steps, rename then symlink: a pass between them
+    // may also log the folder as missing, once).
     const refusals = fs.readFileSync(hivePaths(hive.root).log, 'utf8').split('\n').filter((l) => l.includes('"type":"router.folder-refused"') && l.includes('"agent":"ext"'));
-    expect(refusals).toHaveLength(1);
-    expect(refusals[0]).toContain('symbolic link');
+    expect(refusals.filter((l) => l.includes('symbolic link'))).toHaveLength(1);
+    expect(refusals.length).toBeLessThanOrEqual(2);
     expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
   });
 

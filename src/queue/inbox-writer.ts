@@ -80,8 +80,9 @@ export class InboxWriter {
   }
 
   private async appendNow(messages: HiveMessage[]): Promise<DeliveryOutcome[]> {
-    // lstat: an inbox that is a symlink could point anywhere; it is no inbox.
-    if (!isRealDirectory(this.dir)) {
+    // lstat of both: an agent folder or an inbox that is a symlink could point anywhere
+    // (lstat of the inbox alone would follow a symlinked agent folder); it is no inbox.
+    if (!isRealDirectory(path.dirname(this.dir)) || !isRealDirectory(this.dir)) {
       this.close();
       throw new HiveError('E_UNKNOWN_AGENT', `Agent "${this.agentId}" has no inbox folder at ${this.dir}; create it with ensureAgent or \`hive spawn\``);
     }

@@ -53,6 +53,7 @@ export class InboxReader {
 
   /** Entries with seq > afterSeq, up to `.synced`, in order. */
   read(afterSeq: number, limit = Infinity): InboxRead {
+    assertRealDirectory(agentPaths(this.root, this.agentId).dir, `agents/${this.agentId}`);
     assertRealDirectory(this.dir, `agents/${this.agentId}/inbox`);
     const out: InboxRead = { entries: [], rejected: [] };
     const synced = readSynced(this.dir);
