@@ -25,7 +25,17 @@ async function hiveWith(...ids: string[]) {
   return root;
 }
 
-describeTransportConformance('filesystem', async () => createFsTransport(await hiveWith('a', 'b', 'c')));
+const fsRoots = new WeakMap<object, string>();
+describeTransportConformance(
+  'filesystem',
+  async () => {
+    const root = await hiveWith('a', 'b', 'c');
+    const t = createFsTransport(root);
+    fsRoots.set(t, root);
+    return t;
+  },
+  async (t) => createFsTransport(fsRoots.get(t)!),
+);
 
 describe('hive layout', () => {
   it('ensureHive and ensureAgent are idempotent and create the on-disk layout', async () => {

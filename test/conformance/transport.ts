@@ -5,6 +5,9 @@ import type { Transport } from '../../src/queue/transport.ts';
 /** What a conformance run needs: a fresh transport where agents `a`, `b`, `c` exist. */
 export type TransportFactory = () => Promise<Transport>;
 
+/** A new transport instance over the same store as `t` (what a restarted process opens). */
+export type TransportReopener = (t: Transport) => Promise<Transport>;
+
 function msg(from: string, to: string, body: string): HiveMessage {
   return createMessage({ from, to, act: 'inform', body });
 }
@@ -13,7 +16,7 @@ function msg(from: string, to: string, body: string): HiveMessage {
  * The contract every transport must keep (docs/architecture.md, "Delivery", "Transport"). Run it once per implementation:
  * `describeTransportConformance('fs', async () => createFsTransport(root))`.
  */
-export function describeTransportConformance(name: string, make: TransportFactory): void {
+export function describeTransportConformance(name: string, make: TransportFactory, reopen: TransportReopener): void {
   describe(`transport conformance: ${name}`, () => {
     it('send is durable and pending returns messages in send order', async () => {
       const t = await make();
@@ -84,6 +87,30 @@ export function describeTransportConformance(name: string, make: TransportFactor
       await t.deadLetterCopy(m, 'undeliverable-b-1.json', { error: 'test', source: 'conformance' });
       await t.deadLetterCopy(m, 'undeliverable-b-1.json', { error: 'test', source: 'conformance' });
       expect((await t.pending('a')).map((p) => p.message?.id)).toEqual([m.id]);
+    });
+
+    it('a reader may go back: reading from an earlier seq after a later read returns the same entries (a turn retried after a crash)', async () => {
+      const t = await make();
+      await t.deliver('b', Array.from({ length: 6 }, (_, i) => msg('a', 'b', String(i))));
+      expect((await t.read('b', 0, 3)).map((e) => e.seq)).toEqual([1, 2, 3]);
+      expect((await t.read('b', 3, 3)).map((e) => e.seq)).toEqual([4, 5, 6]);
+      expect((await t.read('b', 1, 2)).map((e) => e.message.body)).toEqual(['1', '2']);
+      expect((await t.read('b', 6)).map((e) => e.seq)).toEqual([]);
+      await t.deliver('b', [msg('a', 'b', 'later')]);
+      expect((await t.read('b', 6)).map((e) => e.message.body)).toEqual(['later']);
+    });
+
+    it('a new instance over the same store (a restart) goes on numbering after the last seq, knows the delivered ids, and reads what the old one delivered', async () => {
+      const first = await make();
+      const old = [msg('a', 'b', '1'), msg('a', 'b', '2')];
+      await first.deliver('b', old);
+      await first.commit('b', 1);
+      first.close();
+      const second = await reopen(first);
+      expect(await second.cursor('b')).toBe(1);
+      expect((await second.read('b', 1)).map((e) => e.id)).toEqual([old[1]!.id]);
+      const outcomes = await second.deliver('b', [old[0]!, msg('a', 'b', '3')]);
+      expect(outcomes).toMatchObject([{ status: 'duplicate' }, { status: 'delivered', seq: 3 }]);
     });
 
     it('reject takes an item out of pending', async () => {
