@@ -10,6 +10,7 @@ import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { DEFAULT_ROUTER_SETTINGS, routeOnce } from '../src/router/route.ts';
 import { listInbox } from '../src/queue/inbox.ts';
 import { readRouted } from '../src/queue/commit-outbox.ts';
+import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import type { PersistedAgentContext } from '../machines/agent.ts';
 
 /**
@@ -44,6 +45,20 @@ describe('the commit record as the outbox', () => {
     expect((await route(root)).delivered).toEqual([]);
     expect(listInbox(root, 'b').map((e) => e.id)).toEqual(sent.map((m) => m.id));
     store.close();
+  });
+
+  it('a committed message to an unknown recipient is dead-lettered with a reason naming the commit it came from, and routing goes on', async () => {
+    const root = await hive();
+    const store = new StateStore(root, 'a', 0);
+    const lost = createMessage({ from: 'a', to: 'nobody', act: 'inform', body: 'to no one' });
+    const fine = note(1);
+    store.append(context(1), [lost, fine]);
+    store.close();
+    const report = await route(root);
+    expect(report.delivered.map((d) => d.id)).toContain(fine.id);
+    const dead = listDeadLetters(root).find((d) => d.name === `${lost.id}.json`);
+    expect(dead?.reason).toMatchObject({ source: 'agents/a/state.wal (commit 1, message 1)' });
+    expect(readRouted(root, 'a')).toEqual({ commit: 1, index: 2 });
   });
 
   it('a commit line not marked durable (agents/<id>/committed) is not routed until the actor marks it at its next start', async () => {

@@ -6,6 +6,7 @@ import { appendEvents, type HiveEvent } from '../log/event-log.ts';
 import type { Transport, PendingItem } from '../queue/transport.ts';
 import type { DeadLetterReason } from '../queue/dead-letter.ts';
 import type { DeliveryOutcome } from '../queue/inbox-writer.ts';
+import { parseCommitRef } from '../queue/commit-outbox.ts';
 import { isTransientResourceError } from '../fs/shortage.ts';
 import { errorMessage, isHiveError } from '../errors.ts';
 import type { Delivery } from '../protocol/worker.ts';
@@ -59,7 +60,7 @@ export type Decision =
 
 /** Where one pending item goes. Pure. */
 export function decide(sender: string, item: PendingItem, dir: AgentDirectory, settings: RouterSettings): Decision {
-  const source = `agents/${sender}/outbox/${item.ref}`;
+  const source = sourceOf(sender, item.ref);
   if (!item.message) {
     return {
       kind: 'reject',
@@ -170,6 +171,12 @@ async function eachConcurrently<T>(items: T[], limit: number, fn: (item: T) => P
     while (next < items.length) await fn(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+}
+
+/** Where a pending item came from, as an operator finds it: an outbox file, or a message of a commit record. */
+function sourceOf(sender: string, ref: string): string {
+  const mark = parseCommitRef(ref);
+  return mark ? `agents/${sender}/state.wal (commit ${mark.commit}, message ${mark.index + 1})` : `agents/${sender}/outbox/${ref}`;
 }
 
 /**
@@ -297,7 +304,7 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
       const reason: DeadLetterReason = {
         error: `Cannot deliver to "${u.recipient}": ${errorMessage(u.error)}`,
         code,
-        source: `agents/${m.from}/outbox/${refOf.get(m) ?? `${m.id}.json`}`,
+        source: sourceOf(m.from, refOf.get(m) ?? `${m.id}.json`),
         to: u.recipient,
       };
       const key = `undeliverable-${u.recipient}-${m.id}.json`;
