@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
 import { tempRoot } from './helpers/temp.ts';
 import { FIXTURES } from './helpers/fixture.ts';
-import { logged, replies, start, until } from './helpers/crash-hive.ts';
+import { hiveState, logged, replies, start, until } from './helpers/crash-hive.ts';
 import { createHive } from '../src/hive.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { hivePaths } from '../src/layout/paths.ts';
@@ -54,7 +54,7 @@ describe('a message in flight through many supervisor deaths is poisoned, not re
     writeOutbox(root, [request]);
     for (let kill = 1; kill <= 7; kill++) {
       const run = await start(root, '-', 'sleepy');
-      await until(() => runs() >= kill, `run ${kill} of the turn`);
+      await until(() => runs() >= kill, `run ${kill} of the turn`, 30_000, () => hiveState(root));
       expect(listDeadLetters(root).some((d) => d.reason?.code === 'E_POISON')).toBe(false); // still re-run
       run.child.kill('SIGKILL');
       await run.exited;

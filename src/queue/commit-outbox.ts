@@ -159,6 +159,12 @@ export function unroutedMessages(records: StateFile[], after: RoutedMark, throug
   return out;
 }
 
+/** Where a pending item came from, as an operator finds it: an outbox file, or a message of a commit record. */
+export function sourceOf(sender: string, ref: string): string {
+  const mark = parseCommitRef(ref);
+  return mark ? `agents/${sender}/state.wal (commit ${mark.commit}, message ${mark.index + 1})` : `agents/${sender}/outbox/${ref}`;
+}
+
 export function parseCommitRef(ref: string): RoutedMark | null {
   const m = /^@(\d+)\.(\d+)$/.exec(ref);
   return m ? { commit: Number(m[1]), index: Number(m[2]) } : null;

@@ -6,7 +6,7 @@ import { appendEvents, type HiveEvent } from '../log/event-log.ts';
 import type { Transport, PendingItem } from '../queue/transport.ts';
 import type { DeadLetterReason } from '../queue/dead-letter.ts';
 import type { DeliveryOutcome } from '../queue/inbox-writer.ts';
-import { parseCommitRef } from '../queue/commit-outbox.ts';
+import { sourceOf } from '../queue/commit-outbox.ts';
 import { isTransientResourceError } from '../fs/shortage.ts';
 import { errorMessage, isHiveError } from '../errors.ts';
 import type { Delivery } from '../protocol/worker.ts';
@@ -171,12 +171,6 @@ async function eachConcurrently<T>(items: T[], limit: number, fn: (item: T) => P
     while (next < items.length) await fn(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-}
-
-/** Where a pending item came from, as an operator finds it: an outbox file, or a message of a commit record. */
-function sourceOf(sender: string, ref: string): string {
-  const mark = parseCommitRef(ref);
-  return mark ? `agents/${sender}/state.wal (commit ${mark.commit}, message ${mark.index + 1})` : `agents/${sender}/outbox/${ref}`;
 }
 
 /**

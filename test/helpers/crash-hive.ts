@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { collectLines, startFixture } from './fixture.ts';
 import { hivePaths } from '../../src/layout/paths.ts';
@@ -24,12 +25,33 @@ export function start(root: string, crashAt: CrashPointName | '-', brain: 'count
   });
 }
 
-export async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+/** Waits for `check`; on a timeout the error carries `explain()` (what the hive was doing) when given. */
+export async function until(check: () => boolean, what: string, timeoutMs = 30_000, explain?: () => string): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${explain ? `\n${explain()}` : ''}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** The end of a hive's event log and what its agent `counter` holds: for a timeout's message. */
+export function hiveState(root: string): string {
+  const tail = (f: string, n: number) => {
+    try {
+      return fs.readFileSync(f, 'utf8').trim().split('\n').slice(-n).join('\n');
+    } catch (err) {
+      return `(${(err as Error).message})`;
+    }
+  };
+  const dir = path.join(root, 'agents', 'counter');
+  const files = (d: string) => {
+    try {
+      return fs.readdirSync(d).join(' ');
+    } catch {
+      return '(none)';
+    }
+  };
+  return [`log.jsonl, last lines:\n${tail(path.join(root, 'log.jsonl'), 25)}`, `counter/: ${files(dir)}`, `counter/inbox/: ${files(path.join(dir, 'inbox'))}`, `inflight.json: ${tail(path.join(dir, 'inflight.json'), 1)}`, `inbox/.synced: ${tail(path.join(dir, 'inbox', '.synced'), 1)}`].join('\n');
 }
 
 export function replies(root: string): HiveMessage[] {
