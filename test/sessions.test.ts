@@ -116,11 +116,14 @@ describe('sessions: caps, sweep, clear, archive, snapshots', () => {
       sessions: { transcriptLines: 20, conversationTurns: 6, historyBytes: 1_500 },
     });
     const hive = await talk(config, Array.from({ length: 8 }, (_, i) => `message number ${i}`));
+    // The session is written right after the turn's commit, and the reply may reach the
+    // client first (the router reads it from the commit record): wait for the last turn's.
+    const log = () => fs.readFileSync(path.join(hive.root, 'log.jsonl'), 'utf8');
+    await waitFor(hive, () => log().includes('"type":"session.history-skipped"'), 'the history over its cap skipped', 10_000);
     const f = files(hive.root, 'cli');
     expect(readJsonl(f.transcript).length).toBeLessThanOrEqual(20);
     expect(readJsonl(f.conversation).length).toBeLessThanOrEqual(6);
     expect(fs.statSync(f.history).size).toBeLessThanOrEqual(1_500);
-    expect(fs.readFileSync(path.join(hive.root, 'log.jsonl'), 'utf8')).toContain('"type":"session.history-skipped"');
     // The skipped history is not passed off as full fidelity after a restart: the tail brief.
     await hive.close();
     const again = await startHive(config);
