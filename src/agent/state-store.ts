@@ -79,7 +79,7 @@ export function decodeCommitLinesAt(buf: Buffer, agentId: string): { record: Sta
         const record = JSON.parse(json) as StateFile;
         if (record.agent === agentId) out.push({ record, end: nl + 1 });
       }
-    } else if (buf[start] === 0) break; // the preallocated rest
+    }
     start = nl + 1;
   }
   return out;
@@ -100,22 +100,11 @@ function scanWal(file: string, agentId: string, after: number): WalScan {
   }
   let best: StateFile | undefined;
   let end = 0;
-  let start = 0;
-  while (start < buf.length) {
-    let nl = buf.indexOf(10, start);
-    if (nl < 0) nl = buf.length;
-    if (nl - start > 17 && buf[start] !== 0) {
-      const line = buf.toString('utf8', start, nl);
-      const json = line.slice(17);
-      if (line[16] === ' ' && digest(json) === line.slice(0, 16)) {
-        const record = JSON.parse(json) as StateFile;
-        if (record.agent === agentId && record.commit > after && record.commit > (best?.commit ?? -1)) {
-          best = record;
-          end = nl + 1;
-        }
-      }
+  for (const line of decodeCommitLinesAt(buf, agentId)) {
+    if (line.record.commit > after && line.record.commit > (best?.commit ?? -1)) {
+      best = line.record;
+      end = line.end;
     }
-    start = nl + 1;
   }
   return { best, end };
 }

@@ -65,21 +65,25 @@ export interface CommittedMessage {
 
 /** Every commit record an agent's files still hold (the checkpoint and the log's valid lines), oldest first. */
 export function committedRecords(root: string, agentId: string): StateFile[] {
-  const p = agentPaths(root, agentId);
+  let buf: Buffer | null = null;
+  try {
+    buf = readRegularFile(agentPaths(root, agentId).stateWal);
+  } catch {
+    buf = null; // no log yet
+  }
+  return withCheckpoint(root, agentId, buf ? decodeCommitLines(buf, agentId) : []);
+}
+
+/** The checkpoint (state.json) and the log's records, one per commit, oldest first. */
+function withCheckpoint(root: string, agentId: string, fromLog: StateFile[]): StateFile[] {
   const records: StateFile[] = [];
   try {
-    const checkpoint = readJsonFile<StateFile>(p.state);
+    const checkpoint = readJsonFile<StateFile>(agentPaths(root, agentId).state);
     if (checkpoint && checkpoint.agent === agentId) records.push(checkpoint);
   } catch {
     // an unreadable checkpoint holds nothing to route; the actor reports it at its start
   }
-  let buf: Buffer | null = null;
-  try {
-    buf = fs.existsSync(p.stateWal) ? readRegularFile(p.stateWal) : null;
-  } catch {
-    buf = null;
-  }
-  if (buf) records.push(...decodeCommitLines(buf, agentId));
+  records.push(...fromLog);
   const byCommit = new Map<number, StateFile>();
   for (const r of records) byCommit.set(r.commit, r);
   return [...byCommit.values()].sort((a, b) => a.commit - b.commit);
@@ -115,8 +119,9 @@ export class CommitLogTail {
         return this.kept;
       }
     }
-    const all = committedRecords(this.root, this.agentId);
-    const tail = this.readFrom(0).at(-1);
+    const lines = this.readFrom(0); // the log read once: its records and where its newest line ends
+    const all = withCheckpoint(this.root, this.agentId, lines.map((l) => l.record));
+    const tail = lines.filter((l) => l.record.commit === all.at(-1)?.commit).at(-1);
     const newest = all.at(-1)?.commit ?? -1;
     // Read on from the newest line next time; when the newest is in state.json, read all again.
     this.offset = tail && tail.record.commit === newest ? tail.end : 0;
