@@ -8,6 +8,7 @@ import type { ActorInfo, AgentHostApi, BrainLoadFailure, HostedAgentSpec, Router
 import { errorMessage } from '../src/errors.ts';
 import { beginWorker, crashWorker, exposeWorker } from '../src/worker/host.ts';
 import { AgentActor } from '../src/agent/agent-actor.ts';
+import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 import { appendEvent } from '../src/log/event-log.ts';
@@ -22,6 +23,8 @@ import type { ToolDescription } from '../src/brains/prompt.ts';
 const host = beginWorker();
 const { init } = host;
 const actors = new Map<string, AgentActor>();
+/** This worker's side of the message path: its agents' links, and the sends of the hive's notices. */
+const transport = createFsTransport(init.root, { pollMs: init.agentSettings?.inboxPollMs ?? 2_000 });
 let routerPort: MessagePort | null = null;
 /** This worker's own tracer provider (null: telemetry off, no SDK loaded). */
 const telemetry = await startWorkerTelemetry(init.telemetry);
@@ -76,6 +79,7 @@ async function startOne(spec: HostedAgentSpec, brain: Awaited<ReturnType<typeof 
     onFatal: crashWorker,
     clock: agentClock(),
     tracer: telemetry?.tracer ?? null,
+    transport,
   });
   actors.set(spec.id, actor);
   const info = await actor.start();
@@ -108,13 +112,13 @@ const api: AgentHostApi = {
     return { started, failed };
   },
   wake(ids) {
-    for (const id of ids) actors.get(id)?.wake();
+    transport.notify(ids);
   },
   attachRouter(port) {
     routerPort?.close();
     routerPort = port;
     port.on('message', (m: RouterLinkMessage) => {
-      if (m.type === 'wake') for (const id of m.agents) actors.get(id)?.wake();
+      if (m.type === 'wake') transport.notify(m.agents);
     });
     port.unref();
   },

@@ -4,9 +4,11 @@
  */
 export { ensureHive, ensureAgent, type AgentSpec } from './layout/ensure.ts';
 export { hivePaths, agentPaths, type HivePaths, type AgentPaths } from './layout/paths.ts';
-export { createFsTransport, type FsTransportOptions } from './queue/fs-transport.ts';
+export { createFsTransport, type FsTransport, type FsTransportOptions } from './queue/fs-transport.ts';
 export { writeOutbox, writeOutboxAsync, FLUSHED_MESSAGE_MODE } from './queue/outbox.ts';
-export type { Transport, PendingItem } from './queue/transport.ts';
+export type { Transport, PendingItem, AgentLink, RestoredAgent } from './queue/transport.ts';
+export type { PersistedAgentContext } from '../machines/agent.ts';
+export type { SessionTurn } from './agent/state-store.ts';
 export type { DeliveryOutcome } from './queue/inbox-writer.ts';
 export type { InboxEntry } from './queue/inbox.ts';
 export type { DeadLetterReason } from './queue/dead-letter.ts';

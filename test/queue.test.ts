@@ -30,11 +30,15 @@ describeTransportConformance(
   'filesystem',
   async () => {
     const root = await hiveWith('a', 'b', 'c');
-    const t = createFsTransport(root);
+    const t = createFsTransport(root, { pollMs: 100 });
     fsRoots.set(t, root);
     return t;
   },
-  async (t) => createFsTransport(fsRoots.get(t)!),
+  async (t) => {
+    const again = createFsTransport(fsRoots.get(t)!, { pollMs: 100 });
+    fsRoots.set(again, fsRoots.get(t)!);
+    return again;
+  },
 );
 
 describe('hive layout', () => {

@@ -16,21 +16,19 @@ import type { Brain, BrainInput, BrainOutput, BrainTurn } from '../brains/types.
 import { describeInput } from '../brains/prompt.ts';
 import { Session, currentSession } from '../session/session.ts';
 import { agentPaths } from '../layout/paths.ts';
-import { InboxReader } from '../queue/inbox.ts';
+import type { AgentLink, Transport } from '../queue/transport.ts';
+import { createFsTransport } from '../queue/fs-transport.ts';
 import { deadLetterData, relativeToHive } from '../queue/dead-letter.ts';
-import { commitCursor } from '../queue/cursor.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { errorMessage } from '../errors.ts';
 import { composeMessages, godNotice, nextTimers } from './compose.ts';
 import { SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { commitTurn, type StepRunner } from './commit.ts';
-import { spillUnrouted } from './spill.ts';
 import { ShortageGate } from '../fs/shortage.ts';
 import { inflightMarker, readInflight, withLastError, type InflightMarker } from './inflight.ts';
-import { restoreAgentState } from './restore.ts';
-import { StateStore, type SessionTurn } from './state-store.ts';
+import type { SessionTurn } from './state-store.ts';
 import type { MarkerFile } from '../fs/marker.ts';
-import { encodeMessage, writeOutbox } from '../queue/outbox.ts';
+import { encodeMessage } from '../queue/outbox.ts';
 import type { Span, Tracer } from '@opentelemetry/api';
 import { contextWith, endWithError, startHandle, startSend } from '../telemetry/spans.ts';
 import { ContextReporter } from './context-report.ts';
@@ -50,6 +48,12 @@ export interface AgentActorOptions {
   clock?: Clock;
   /** Spans for handle/send (null or absent: telemetry off). */
   tracer?: Tracer | null;
+  /**
+   * The message path (default: the filesystem transport over `root`). The actor reads,
+   * commits and learns of work through `transport.agent(id)`, and sends the hive's notices
+   * with `transport.send`.
+   */
+  transport?: Transport;
 }
 
 /**
@@ -64,12 +68,10 @@ export class AgentActor {
   private actor: Actor<typeof agentMachine> | null = null;
   private inflight: InflightMarker | null = null;
   private marker: MarkerFile | null = null;
-  private store: StateStore | null = null;
   private timerHandle: unknown = null;
-  private pollHandle: unknown = null;
+  private stopListening: (() => void) | null = null;
   private gapSince: number | null = null;
   private restoredFrom: 'state' | 'fresh' | null = null;
-  private mirrorHandle: unknown = null;
   private latestState: { value: string; cursor: number; handled: number } | null = null;
   private reported: { value: string; cursor: number; handled: number } = { value: 'idle', cursor: -1, handled: -1 };
   private stateReport: NodeJS.Immediate | null = null;
@@ -88,12 +90,14 @@ export class AgentActor {
   /** Every step that writes runs through it: a full disk pauses the actor, never crashes it. */
   private readonly gate: ShortageGate;
   private readonly runStep: StepRunner;
-  /** Remembers where the last read of the inbox log ended. */
-  private readonly inbox: InboxReader;
+  private readonly transport: Transport;
+  /** The agent's side of the transport: its inbox, its commits, word of new work. */
+  private readonly link: AgentLink;
 
   constructor(private readonly o: AgentActorOptions) {
     this.id = o.spec.id;
-    this.inbox = new InboxReader(o.root, o.spec.id);
+    this.transport = o.transport ?? createFsTransport(o.root, { pollMs: o.settings.inboxPollMs });
+    this.link = this.transport.agent(o.spec.id);
     this.clock = o.clock ?? realClock;
     this.turnClock = o.spec.turnClock ? new TurnClock(o.spec.turnClock) : null;
     this.gate = new ShortageGate({
@@ -114,7 +118,7 @@ export class AgentActor {
     // Provider processes a previous worker of this agent left running die first: the turn
     // they were for is about to be run again (or was committed), and must not run twice.
     sweepProviders(this.o.root, this.id);
-    const restored = await this.runStep(() => restoreAgentState(this.o.root, this.id));
+    const restored = await this.runStep(() => this.link.restore());
     this.restoredFrom = restored.from;
     // The brain checks the committed state fits it (a machine agent restores its machine),
     // and may ask for timers armed as it started.
@@ -128,8 +132,6 @@ export class AgentActor {
       this.session = new Session(this.o.root, this.id, current.key, this.o.settings.sessionCaps, current.commit ?? null);
       await this.runStep(() => this.session!.catchUp(restored.commit, restored.lastSession));
     }
-    this.store = new StateStore(this.o.root, this.id, restored.commit, undefined, () => spillUnrouted(this.o.root, this.id));
-    this.store.markRestored();
     this.inflight = readInflight(this.o.root, this.id);
     // Ended for a pool mate's fault: the attempt the crash cut short is not this message's.
     if (this.o.spec.forgiveCrash && this.inflight?.pid === process.pid) this.inflight = { ...this.inflight, attempts: Math.max(0, this.inflight.attempts - 1) };
@@ -166,7 +168,7 @@ export class AgentActor {
     // the event loop, not now: `start()` must return (its host reports the actor up)
     // before any brain runs, or a brain that never yields would hold the start forever.
     setImmediate(() => this.wake());
-    this.pollHandle = this.startPoll();
+    this.stopListening = this.link.onWork(() => this.wake());
     return this.info();
   }
 
@@ -203,11 +205,8 @@ export class AgentActor {
         },
       });
     });
-    if (stopped) {
-      this.mirrorCursor();
-    }
     this.marker?.close();
-    this.store?.close();
+    this.link.close();
     await this.o.brain.close?.();
     this.o.emit({ type: 'actor.stopped', agent: this.id });
     return stopped;
@@ -232,10 +231,7 @@ export class AgentActor {
     this.latestState = { value, cursor: context.cursor, handled: context.handled };
     if (!this.stateReport) this.stateReport = setImmediate(() => this.reportState());
     this.contextReport?.changed(context);
-    if (value === 'idle') {
-      this.armTimer(context.timers);
-      this.scheduleMirror();
-    }
+    if (value === 'idle') this.armTimer(context.timers);
   }
 
   /**
@@ -252,14 +248,6 @@ export class AgentActor {
     this.o.emit({ type: 'actor.state', agent: this.id, ...s });
   }
 
-  private startPoll(): unknown {
-    const tick = () => {
-      this.wake();
-      this.pollHandle = this.clock.setTimeout(tick, this.o.settings.inboxPollMs);
-    };
-    return this.clock.setTimeout(tick, this.o.settings.inboxPollMs);
-  }
-
   /** Re-arms the wake-up for the earliest durable timer (docs/architecture.md, "Durable timers"). */
   private armTimer(timers: DurableTimer[]): void {
     if (this.timerHandle !== null) this.clock.clearTimeout(this.timerHandle);
@@ -272,29 +260,12 @@ export class AgentActor {
     }, Math.max(0, next.at - this.clock.now()));
   }
 
-  /** cursor.json mirrors state.json's cursor for people and tools; written when idle, lazily. */
-  private scheduleMirror(): void {
-    if (this.mirrorHandle !== null) return;
-    this.mirrorHandle = this.clock.setTimeout(() => {
-      this.mirrorHandle = null;
-      this.mirrorCursor();
-    }, 250);
-  }
-
-  private mirrorCursor(): void {
-    const cursor = this.actor?.getSnapshot().context.cursor;
-    if (cursor === undefined) return;
-    try {
-      commitCursor(this.o.root, this.id, cursor, { durable: false });
-    } catch {
-      // a mirror; state.json is the truth
-    }
-  }
-
   private clearTimers(): void {
-    for (const h of [this.timerHandle, this.pollHandle, this.mirrorHandle]) if (h !== null) this.clock.clearTimeout(h);
+    if (this.timerHandle !== null) this.clock.clearTimeout(this.timerHandle);
+    this.timerHandle = null;
+    this.stopListening?.();
+    this.stopListening = null;
     this.contextReport?.cancel();
-    this.timerHandle = this.pollHandle = this.mirrorHandle = null;
   }
 
   // ---- effects supplied to the machine ------------------------------------------------
@@ -304,7 +275,7 @@ export class AgentActor {
     const now = this.clock.now();
     const due = timers.filter((t) => t.at <= now);
     const batch = this.o.spec.turnBatch ?? this.o.settings.turnBatch;
-    const read = this.inbox.readRejecting(cursor, batch);
+    const read = await this.link.fetch(cursor, batch);
     const entries: WorkEntry[] = [];
     for (const e of read) {
       if (e.seq !== cursor + 1 + entries.length) break;
@@ -529,7 +500,7 @@ export class AgentActor {
     // The commit record also carries what the turn adds to the conversation, so a crash
     // before history.json is written loses nothing of it (Session.catchUp).
     const session = this.session ? this.pendingTurns.map((t) => this.sessionTurnOf(t.input, t.out)) : [];
-    const done = await commitTurn(this.store!, {
+    const done = await commitTurn(this.link, {
       next,
       messages,
       session,
@@ -563,9 +534,9 @@ export class AgentActor {
         `It was moved to dead-letter/${rec.name} and the agent went on with its next message.`,
       poison.message.id,
     );
-    await this.runStep(() => writeOutbox(this.o.root, [notice]));
+    await this.runStep(() => this.transport.send([notice]));
     this.o.emit({ type: 'outbox.written', agent: SYSTEM_SENDER, count: 1 });
-    await commitTurn(this.store!, { next, messages: [], runStep: this.runStep });
+    await commitTurn(this.link, { next, messages: [], runStep: this.runStep });
     this.inflight = null;
     this.o.emit({
       type: 'actor.poisoned',

@@ -1,6 +1,7 @@
 import type { HiveMessage } from '../protocol/message.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
-import type { SessionTurn, StateStore } from './state-store.ts';
+import type { SessionTurn } from './state-store.ts';
+import type { AgentLink } from '../queue/transport.ts';
 import { crashPoint } from '../testing/crash-point.ts';
 import { plantActive } from '../testing/seams.ts';
 
@@ -40,19 +41,19 @@ export interface CommitInput {
 }
 
 /**
- * Step 1 (and 2, inside StateStore.append). Returns the commit number. `onCommitted` runs
+ * Step 1 (and 2, inside the link's commit: for the filesystem, StateStore.append). Returns the commit number. `onCommitted` runs
  * right after it: the turn is durable from there on. `runStep` runs the step so that one
  * that must be tried again (a full disk) repeats only itself.
  */
-export async function commitTurn(store: StateStore, c: CommitInput): Promise<{ commit: number }> {
+export async function commitTurn(link: AgentLink, c: CommitInput): Promise<{ commit: number }> {
   const runStep = c.runStep ?? runDirectly;
   crashPoint('commit.before-wal');
   if (c.previous && plantActive('cursor-before-state')) {
-    store.append({ ...c.previous, cursor: c.next.cursor }, []);
+    await link.commit({ ...c.previous, cursor: c.next.cursor }, []);
     Atomics.wait(pause, 0, 0, 150); // widen the window a crash must hit
   }
-  const record = await runStep(() => store.append(c.next, c.messages, c.session));
+  const commit = await runStep(() => link.commit(c.next, c.messages, c.session));
   crashPoint('commit.after-wal');
   c.onCommitted?.();
-  return { commit: record.commit };
+  return { commit };
 }

@@ -5,7 +5,8 @@ import type { HiveMessage } from '../protocol/message.ts';
 import { InboxReader, type InboxEntry } from './inbox.ts';
 import { InboxWriter, type InboxWriterOptions } from './inbox-writer.ts';
 import { encodeMessage, markSent, readOutbox, writeOutboxAsync } from './outbox.ts';
-import { commitCursor, readCursor } from './cursor.ts';
+import { committedCursor } from './committed-cursor.ts';
+import { FsAgentLink } from './fs-agent-link.ts';
 import { deadLetterData, deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
 import type { PendingItem, Transport } from './transport.ts';
 import { CommitLogTail, isAfter, MarkWriter, parseCommitRef, readCommitted, readRouted, unroutedMessages, type RoutedMark } from './commit-outbox.ts';
@@ -17,6 +18,14 @@ export interface FsTransportOptions {
   doneCap?: number;
   /** Bytes after which an inbox log starts a new segment (default 1 MiB). */
   segmentBytes?: InboxWriterOptions['segmentBytes'];
+  /** How often an agent's link looks for work it was not told of (ms, default 2000). */
+  pollMs?: number;
+}
+
+/** The filesystem transport, and how the process that hosts agents passes on a wake. */
+export interface FsTransport extends Transport {
+  /** Tells the links of these agents (opened by this instance) that there may be work. */
+  notify(agents: Iterable<string>): void;
 }
 
 /**
@@ -26,7 +35,7 @@ export interface FsTransportOptions {
  * instance per hive may deliver (the router's; `hive.lock` keeps it one per hive).
  * @example const t = createFsTransport('/tmp/hive'); await t.send([msg]);
  */
-export function createFsTransport(root: string, options: FsTransportOptions = {}): Transport {
+export function createFsTransport(root: string, options: FsTransportOptions = {}): FsTransport {
   const sentCap = options.sentCap ?? 1_000;
   const doneCap = options.doneCap ?? 5_000;
   const writers = new Map<string, InboxWriter>();
@@ -63,6 +72,10 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     if (!isAfter(next, routedOf(sender))) return;
     routed.set(sender, next);
     marks.write(agentPaths(root, sender).routed, next);
+  };
+  const links = new Map<string, FsAgentLink>();
+  const notify = (agents: Iterable<string>) => {
+    for (const id of agents) links.get(id)?.notify();
   };
   const readerOf = (id: string) => {
     let r = readers.get(id);
@@ -117,18 +130,27 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
       deadLetterData(root, key, encodeMessage(message), reason, { exactName: true });
     },
     async deliver(recipient: string, messages: HiveMessage[]) {
-      return writerOf(recipient).append(messages);
+      const outcomes = await writerOf(recipient).append(messages);
+      if (outcomes.some((o) => o.status === 'delivered')) notify([recipient]);
+      return outcomes;
     },
     async read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]> {
       return readerOf(recipient).readRejecting(afterSeq, limit);
     },
     async cursor(recipient: string) {
-      return readCursor(root, recipient);
+      return committedCursor(root, recipient);
     },
-    async commit(recipient: string, seq: number) {
-      commitCursor(root, recipient, seq);
+    agent(id: string) {
+      links.get(id)?.close();
+      const link = new FsAgentLink(root, id, { pollMs: options.pollMs ?? 2_000 }, () => {
+        if (links.get(id) === link) links.delete(id);
+      });
+      links.set(id, link);
+      return link;
     },
+    notify,
     close() {
+      for (const l of [...links.values()]) l.close();
       marks.close();
       for (const w of writers.values()) w.close();
       writers.clear();

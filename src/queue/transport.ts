@@ -3,6 +3,8 @@ import type { HiveMessage } from '../protocol/message.ts';
 import type { InboxEntry } from './inbox.ts';
 import type { DeliveryOutcome } from './inbox-writer.ts';
 import type { DeadLetterReason } from './dead-letter.ts';
+import type { PersistedAgentContext } from '../../machines/agent.ts';
+import type { SessionTurn } from '../agent/state-store.ts';
 
 /**
  * The message transport (docs/architecture.md, "Transport"). The filesystem queues are the embedded default;
@@ -35,12 +37,54 @@ export interface Transport {
   deliver(recipient: string, messages: HiveMessage[]): Promise<DeliveryOutcome[]>;
   /** Delivered entries with seq > afterSeq, in order; invalid entries are dead-lettered. */
   read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]>;
-  /** The recipient's committed cursor (last processed seq). */
+  /** The recipient's committed cursor: the last seq its last commit handled (0 before any). */
   cursor(recipient: string): Promise<number>;
-  /** Durably commits the recipient's cursor. */
-  commit(recipient: string, seq: number): Promise<void>;
-  /** Lets go of what the transport holds open (files, connections). */
+  /** The agent's side of the transport: what its actor reads, commits and waits on. */
+  agent(id: string): AgentLink;
+  /** Lets go of what the transport holds open (files, connections, the links it opened). */
   close(): void;
+}
+
+/**
+ * One agent's side of the message path (docs/architecture.md, "Transport"). The agent's
+ * actor is its only user: one link per agent per process, one process per agent.
+ * @example
+ * const link = transport.agent('bob');
+ * const at = await link.restore();
+ * const work = await link.fetch(at.context.cursor, 8);
+ * await link.commit({ ...at.context, cursor: work.at(-1)!.seq }, replies);
+ */
+export interface AgentLink {
+  readonly agentId: string;
+  /**
+   * Brings the agent's store back to its last commit (after a crash too: what the commit
+   * holds is made durable and routable) and returns it; `from: 'fresh'` before the first.
+   * Call once, before `commit`.
+   */
+  restore(): Promise<RestoredAgent>;
+  /** Delivered entries with seq > afterSeq, in order, up to `limit`; invalid ones are dead-lettered. */
+  fetch(afterSeq: number, limit?: number): Promise<InboxEntry[]>;
+  /**
+   * One turn, committed as one durable record: the state (its `cursor` says which entries
+   * are handled) and the messages the turn emits. Once it resolves the messages are the
+   * transport's to route, exactly once, to the recipients (`pending(agentId)`). Returns
+   * the commit number (1, 2, 3… per agent, on from the restored one).
+   */
+  commit(context: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): Promise<number>;
+  /** Calls `listener` when new work may be there: at least once after each delivery to the agent. Returns the unsubscribe. */
+  onWork(listener: () => void): () => void;
+  close(): void;
+}
+
+export interface RestoredAgent {
+  from: 'state' | 'fresh';
+  /** The commit restored (0 before the first). */
+  commit: number;
+  context: PersistedAgentContext;
+  /** What the last committed turn added to the conversation (for a session that fell behind). */
+  lastSession: SessionTurn[];
+  /** The messages the last commit emitted. */
+  messages: HiveMessage[];
 }
 
 export interface PendingItem {

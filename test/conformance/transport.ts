@@ -59,10 +59,12 @@ export function describeTransportConformance(name: string, make: TransportFactor
       expect((await t.read('c', 0, 2)).map((e) => e.message.body)).toEqual(['0', '1']);
     });
 
-    it('cursor starts at 0 and commit moves it', async () => {
+    it('cursor starts at 0 and an agent commit moves it', async () => {
       const t = await make();
       expect(await t.cursor('b')).toBe(0);
-      await t.commit('b', 7);
+      const link = t.agent('b');
+      const at = await link.restore();
+      await link.commit({ ...at.context, cursor: 7 }, []);
       expect(await t.cursor('b')).toBe(7);
     });
 
@@ -104,7 +106,8 @@ export function describeTransportConformance(name: string, make: TransportFactor
       const first = await make();
       const old = [msg('a', 'b', '1'), msg('a', 'b', '2')];
       await first.deliver('b', old);
-      await first.commit('b', 1);
+      const link = first.agent('b');
+      await link.commit({ ...(await link.restore()).context, cursor: 1 }, []);
       first.close();
       const second = await reopen(first);
       expect(await second.cursor('b')).toBe(1);
@@ -119,6 +122,78 @@ export function describeTransportConformance(name: string, make: TransportFactor
       const [item] = await t.pending('a');
       await t.reject('a', item!.ref, { error: 'test rejection', source: 'conformance' });
       expect(await t.pending('a')).toEqual([]);
+    });
+
+    // ---- the agent's side (AgentLink) ---------------------------------------------------
+
+    it('agent: a new agent restores fresh, at commit 0 and cursor 0', async () => {
+      const t = await make();
+      const at = await t.agent('b').restore();
+      expect(at).toMatchObject({ from: 'fresh', commit: 0, context: { agentId: 'b', cursor: 0 }, messages: [] });
+    });
+
+    it('agent: fetch reads what was delivered after the cursor; a commit is numbered, moves the cursor and is what a new instance restores', async () => {
+      const t = await make();
+      await t.deliver('b', [msg('a', 'b', '1'), msg('a', 'b', '2'), msg('c', 'b', '3')]);
+      const link = t.agent('b');
+      const at = await link.restore();
+      const work = await link.fetch(at.context.cursor, 2);
+      expect(work.map((e) => [e.seq, e.message.body])).toEqual([[1, '1'], [2, '2']]);
+      expect(await link.commit({ ...at.context, cursor: 2, handled: 2, turns: 1, brainState: { seen: 2 } }, [])).toBe(1);
+      expect(await t.cursor('b')).toBe(2);
+      t.close();
+      const again = (await reopen(t)).agent('b');
+      const back = await again.restore();
+      expect(back).toMatchObject({ from: 'state', commit: 1, context: { cursor: 2, handled: 2, brainState: { seen: 2 } } });
+      expect((await again.fetch(back.context.cursor)).map((e) => e.message.body)).toEqual(['3']);
+      expect(await again.commit({ ...back.context, cursor: 3 }, [])).toBe(2);
+    });
+
+    it('agent: the messages a commit emits are pending for the agent in commit order; settled ones never come back, after a restart neither', async () => {
+      const t = await make();
+      const link = t.agent('a');
+      const at = await link.restore();
+      const [m1, m2, m3] = [msg('a', 'b', 'r1'), msg('a', 'c', 'r2'), msg('a', 'b', 'r3')];
+      await link.commit({ ...at.context, turns: 1 }, [m1!, m2!]);
+      await link.commit({ ...at.context, turns: 2 }, [m3!]);
+      const pending = await t.pending('a');
+      expect(pending.map((p) => p.message?.id)).toEqual([m1!.id, m2!.id, m3!.id]);
+      await t.settle('a', pending.slice(0, 2).map((p) => p.ref));
+      expect((await t.pending('a')).map((p) => p.message?.id)).toEqual([m3!.id]);
+      t.close();
+      const second = await reopen(t);
+      const restored = await second.agent('a').restore();
+      expect(restored.messages.map((m) => m.id)).toEqual([m3!.id]);
+      const left = await second.pending('a');
+      expect(left.map((p) => p.message?.id)).toEqual([m3!.id]);
+      await second.settle('a', left.map((p) => p.ref));
+      expect(await second.pending('a')).toEqual([]);
+    });
+
+    it('agent: onWork is called after a delivery made by another instance over the same store (the router elsewhere)', async () => {
+      const router = await make();
+      const agentSide = await reopen(router);
+      const link = agentSide.agent('b');
+      await link.restore();
+      let calls = 0;
+      const woken = new Promise<void>((resolve) => link.onWork(() => (calls += 1) && resolve()));
+      await router.deliver('b', [msg('a', 'b', 'wake up')]);
+      await Promise.race([woken, new Promise((_, reject) => setTimeout(() => reject(new Error('onWork was not called within 5 s of a delivery')), 5_000))]);
+      expect(calls).toBeGreaterThan(0);
+      expect((await link.fetch(0)).map((e) => e.message.body)).toEqual(['wake up']);
+      agentSide.close();
+    });
+
+    it('agent: a link stops calling onWork once unsubscribed', async () => {
+      const t = await make();
+      const link = t.agent('c');
+      await link.restore();
+      let calls = 0;
+      const off = link.onWork(() => (calls += 1));
+      off();
+      await t.deliver('c', [msg('a', 'c', 'x')]);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(calls).toBe(0);
     });
   });
 }

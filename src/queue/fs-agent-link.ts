@@ -1,0 +1,113 @@
+import type { HiveMessage } from '../protocol/message.ts';
+import type { PersistedAgentContext } from '../../machines/agent.ts';
+import { StateStore, type SessionTurn } from '../agent/state-store.ts';
+import { restoreAgentState } from '../agent/restore.ts';
+import { spillUnrouted } from '../agent/spill.ts';
+import { commitCursor } from './cursor.ts';
+import { InboxReader, type InboxEntry } from './inbox.ts';
+import type { AgentLink, RestoredAgent } from './transport.ts';
+import { HiveError } from '../errors.ts';
+
+export interface FsAgentLinkOptions {
+  /** How often the link tells its listener to look for work without being told of any (ms). */
+  pollMs: number;
+}
+
+/** How long after a commit `cursor.json` (a mirror for people and tools) is rewritten. */
+const MIRROR_DELAY_MS = 250;
+
+/**
+ * An agent's side of the filesystem transport (docs/architecture.md, "Transport"): its
+ * commit log (`state.json` + `state.wal`, which is also its outbox: the router reads the
+ * turns' messages from it), its reader of the inbox log, and the ways it learns of work:
+ * a delivery made by the transport instance that opened it, `notify` (the router's wake,
+ * which reaches an agent's worker over a message port), and a poll.
+ */
+export class FsAgentLink implements AgentLink {
+  private store: StateStore | null = null;
+  private readonly reader: InboxReader;
+  private readonly listeners = new Set<() => void>();
+  private poll: NodeJS.Timeout | null = null;
+  private mirror: NodeJS.Timeout | null = null;
+  private cursor = 0;
+  private closed = false;
+
+  constructor(
+    private readonly root: string,
+    readonly agentId: string,
+    private readonly options: FsAgentLinkOptions,
+    private readonly onClose: () => void = () => undefined,
+  ) {
+    this.reader = new InboxReader(root, agentId);
+  }
+
+  async restore(): Promise<RestoredAgent> {
+    const restored = restoreAgentState(this.root, this.agentId);
+    this.store?.close();
+    // Before a checkpoint lets the log be written over, what the router has not routed yet
+    // is written out as outbox files (src/agent/spill.ts).
+    this.store = new StateStore(this.root, this.agentId, restored.commit, undefined, () => spillUnrouted(this.root, this.agentId));
+    // A killed process may have left the last commit in the page cache only: flushed, then
+    // marked, so the router may route its messages.
+    this.store.markRestored();
+    this.cursor = restored.context.cursor;
+    return restored;
+  }
+
+  async fetch(afterSeq: number, limit?: number): Promise<InboxEntry[]> {
+    return this.reader.readRejecting(afterSeq, limit);
+  }
+
+  async commit(context: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): Promise<number> {
+    if (!this.store) throw new HiveError('E_CONFLICT', `The link of agent "${this.agentId}" commits before its restore`);
+    const record = this.store.append(context, messages, session);
+    this.cursor = context.cursor;
+    this.mirror ??= unref(setTimeout(() => this.mirrorCursor(), MIRROR_DELAY_MS));
+    return record.commit;
+  }
+
+  onWork(listener: () => void): () => void {
+    this.listeners.add(listener);
+    this.poll ??= unref(setInterval(() => this.notify(), this.options.pollMs));
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0 && this.poll) {
+        clearInterval(this.poll);
+        this.poll = null;
+      }
+    };
+  }
+
+  /** Tells the listeners there may be work (a delivery, the router's wake). */
+  notify(): void {
+    for (const l of this.listeners) l();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.poll) clearInterval(this.poll);
+    this.poll = null;
+    this.listeners.clear();
+    if (this.mirror) this.mirrorCursor();
+    this.store?.close();
+    this.store = null;
+    this.onClose();
+  }
+
+  /** `cursor.json` mirrors the committed cursor, lazily; the commit record is the truth. */
+  private mirrorCursor(): void {
+    if (this.mirror) clearTimeout(this.mirror);
+    this.mirror = null;
+    try {
+      commitCursor(this.root, this.agentId, this.cursor, { durable: false });
+    } catch {
+      // a mirror
+    }
+  }
+}
+
+function unref<T extends NodeJS.Timeout>(t: T): T {
+  t.unref();
+  return t;
+}
