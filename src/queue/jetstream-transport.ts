@@ -1,0 +1,508 @@
+// Long on purpose: the router's side and the agent's side share the streams, the routed
+// marks and the per-inbox writers; split apart, each half would need all of it.
+import { randomUUID } from 'node:crypto';
+import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager, JetStreamApiError, StorageType, type JetStreamClient, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import { HiveError, errorMessage } from '../errors.ts';
+import { parseMessage, type HiveMessage } from '../protocol/message.ts';
+import type { PersistedAgentContext } from '../../machines/agent.ts';
+import type { SessionTurn } from '../agent/state-store.ts';
+import type { InboxEntry } from './inbox.ts';
+import type { DeliveryOutcome } from './inbox-writer.ts';
+import type { DeadLetterReason } from './dead-letter.ts';
+import type { AgentLink, PendingItem, RestoredAgent, Transport } from './transport.ts';
+
+/**
+ * The message path on NATS JetStream (docs/architecture.md, "Transport on JetStream").
+ *
+ * - `<prefix>_OUT`, one stream for every sender: `<p>.send.<sender>` holds what `send`
+ *   accepted (one message each), `<p>.commit.<agent>` an agent's commit records (state,
+ *   cursor and the turn's messages in one record: the record is the agent's outbox).
+ *   A commit is published with the subject's last sequence expected, so a second writer
+ *   of one agent (a stale owner come back) cannot commit: E_CONFLICT.
+ * - `<prefix>_IN_<agent>`, one stream per inbox: its stream sequence is the inbox seq
+ *   (gap-free, 1, 2, 3…). Only the instance that delivers writes it; each publish expects
+ *   the stream's last sequence, so two deliverers cannot interleave.
+ * - KV `<prefix>_routed`: per sender, how far its items are routed. KV `<prefix>_dead`:
+ *   the dead letters, one key each (idempotent: a key is created once).
+ *
+ * Exactly-once does not rest on JetStream's duplicate window: the deliverer keeps the ids
+ * its inbox holds (read back from the stream when first used), like the filesystem's inbox
+ * writer, and routed marks are monotonic.
+ */
+
+export interface JetStreamTransportOptions {
+  /** NATS servers, e.g. `['nats://127.0.0.1:4222']`. */
+  servers: string[];
+  /** Names this hive's streams and subjects (letters, digits, `_`, `-`). */
+  prefix: string;
+  /** Stream replicas (1 on a single server; 3 on a three-node cluster). */
+  replicas?: number;
+  /**
+   * JetStream's own duplicate window for new inbox streams (ms, default its 2 minutes).
+   * Exactly-once does not depend on it; a test shortens it to show that.
+   */
+  duplicateWindowMs?: number;
+}
+
+export interface JetStreamTransport extends Transport {
+  /** Creates the inbox of an agent (a stream) if it has none. */
+  ensureAgent(id: string): Promise<void>;
+  /** Waits for what is buffered to reach the server, then disconnects. */
+  drain(): Promise<void>;
+}
+
+interface CommitRecord {
+  version: 1;
+  agent: string;
+  commit: number;
+  context: PersistedAgentContext;
+  messages: HiveMessage[];
+  session: SessionTurn[];
+  /** Which link wrote it (a nonce): a commit whose ack was lost knows its own record again. */
+  owner: string;
+  committed_at: string;
+}
+
+/** How far a sender's items are routed: commit records up to (seq, index), sends up to seq. */
+interface RoutedMark {
+  commit: { seq: number; index: number };
+  send: number;
+}
+
+const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
+const enc = new TextEncoder();
+
+/** An agent id as one subject token and part of a stream name ('.' is neither). */
+function token(id: string): string {
+  return id.replaceAll('.', '=');
+}
+
+function isNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && (err.code === 404 || /not found/i.test(err.message));
+}
+
+/**
+ * Connects to NATS and opens (creating when missing) the hive's streams and buckets.
+ * @example const t = await createJetStreamTransport({ servers: ['nats://127.0.0.1:4222'], prefix: 'hive' });
+ */
+export async function createJetStreamTransport(options: JetStreamTransportOptions): Promise<JetStreamTransport> {
+  if (!PREFIX_PATTERN.test(options.prefix)) throw new HiveError('E_BAD_CONFIG', `JetStream prefix "${options.prefix}" must be 1–32 letters, digits, "_" or "-"`);
+  let nc: NatsConnection;
+  try {
+    nc = await connect({ servers: options.servers, name: `hive-${options.prefix}` });
+  } catch (err) {
+    throw new HiveError('E_UNAVAILABLE', `Cannot connect to NATS at ${options.servers.join(', ')}: ${errorMessage(err)}`, { cause: err });
+  }
+  const jsm = await jetstreamManager(nc);
+  const js = jetstream(nc);
+  const replicas = options.replicas ?? 1;
+  const p = options.prefix;
+  const out = `${p}_OUT`;
+  await addStream(jsm, { name: out, subjects: [`${p}.send.>`, `${p}.commit.>`], num_replicas: replicas, storage: StorageType.File, allow_direct: true });
+  const kvm = new Kvm(nc);
+  const routedKv = await kvm.create(`${p}_routed`, { replicas, history: 1 });
+  const deadKv = await kvm.create(`${p}_dead`, { replicas, history: 1 });
+  return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, p, replicas, options.duplicateWindowMs);
+}
+
+async function addStream(jsm: JetStreamManager, config: Parameters<JetStreamManager['streams']['add']>[0]): Promise<void> {
+  try {
+    await jsm.streams.info(config.name!);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await jsm.streams.add(config);
+  }
+}
+
+/** One inbox's writer: the last seq and the ids it holds; deliveries to it run one at a time. */
+interface InboxState {
+  last: number;
+  ids: Set<string>;
+  queue: Promise<unknown>;
+}
+
+class JetStreamTransportImpl implements JetStreamTransport {
+  readonly kind = 'jetstream';
+  private readonly inboxes = new Map<string, Promise<InboxState>>();
+  private readonly marks = new Map<string, RoutedMark>();
+  /** Items handed out by `pending`, in order, per sender; settled ones are noted until the mark passes them. */
+  private readonly handed = new Map<string, { ref: string; raw: string; message: HiveMessage | null }[]>();
+  private readonly settled = new Map<string, Set<string>>();
+  private readonly links = new Map<string, JetStreamAgentLink>();
+  private closed = false;
+
+  constructor(
+    readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly routedKv: KV,
+    private readonly deadKv: KV,
+    readonly prefix: string,
+    private readonly replicas: number,
+    private readonly duplicateWindowMs: number | undefined,
+  ) {}
+
+  private inboxStream(id: string): string {
+    return `${this.prefix}_IN_${token(id)}`;
+  }
+
+  inboxSubject(id: string): string {
+    return `${this.prefix}.inbox.${token(id)}`;
+  }
+
+  commitSubject(id: string): string {
+    return `${this.prefix}.commit.${token(id)}`;
+  }
+
+  async ensureAgent(id: string): Promise<void> {
+    await addStream(this.jsm, {
+      name: this.inboxStream(id),
+      subjects: [this.inboxSubject(id)],
+      num_replicas: this.replicas,
+      storage: StorageType.File,
+      allow_direct: true,
+      ...(this.duplicateWindowMs !== undefined ? { duplicate_window: this.duplicateWindowMs * 1_000_000 } : {}),
+    });
+  }
+
+  // ---- ingress and routing -------------------------------------------------------------
+
+  async send(messages: HiveMessage[]): Promise<void> {
+    await Promise.all(messages.map((m) => this.js.publish(`${this.prefix}.send.${token(m.from)}`, enc.encode(JSON.stringify(m)), { msgID: `send:${m.id}` })));
+  }
+
+  async pending(sender: string, limit = Infinity): Promise<PendingItem[]> {
+    const mark = await this.markOf(sender);
+    const done = this.settled.get(sender) ?? new Set<string>();
+    const items: { ref: string; raw: string; message: HiveMessage | null; error: HiveError | null }[] = [];
+    // The commit records first (an agent's turns), then what was sent: the filesystem's order.
+    for (let seq = mark.commit.seq; items.length < limit; ) {
+      const m = await this.nextOn(`${this.prefix}_OUT`, this.commitSubject(sender), seq);
+      if (!m) break;
+      const record = m.json<CommitRecord>();
+      (record.messages ?? []).forEach((message, index) => {
+        if (m.seq === mark.commit.seq && index < mark.commit.index) return;
+        const ref = `c${m.seq}.${index}`;
+        if (!done.has(ref) && items.length < limit) items.push({ ref, raw: JSON.stringify(message), message, error: null });
+      });
+      seq = m.seq + 1;
+    }
+    for (let seq = mark.send + 1; items.length < limit; ) {
+      const m = await this.nextOn(`${this.prefix}_OUT`, `${this.prefix}.send.${token(sender)}`, seq);
+      if (!m) break;
+      seq = m.seq + 1;
+      const ref = `s${m.seq}`;
+      if (done.has(ref)) continue;
+      const raw = m.string();
+      let parsed;
+      try {
+        parsed = parseMessage(JSON.parse(raw));
+      } catch (err) {
+        parsed = { ok: false as const, error: new HiveError('E_BAD_MESSAGE', `Not JSON: ${errorMessage(err)}`) };
+      }
+      items.push(parsed.ok ? { ref, raw, message: parsed.message, error: null } : { ref, raw, message: null, error: parsed.error });
+    }
+    this.handed.set(sender, items.map(({ ref, raw, message }) => ({ ref, raw, message })));
+    return items.map(({ ref, message, error }) => (message ? { ref, message, error: null } : { ref, message: null, error, ageMs: Infinity }));
+  }
+
+  async settle(sender: string, refs: string[]): Promise<void> {
+    let done = this.settled.get(sender);
+    if (!done) this.settled.set(sender, (done = new Set()));
+    for (const r of refs) done.add(r);
+    await this.advance(sender);
+  }
+
+  async reject(sender: string, ref: string, reason: DeadLetterReason): Promise<void> {
+    const item = this.handed.get(sender)?.find((i) => i.ref === ref);
+    await this.storeDead(`from-${token(sender)}-${ref}`, item?.raw ?? null, { ...reason, source: reason.source || `${this.prefix}_OUT ${ref}` });
+    await this.settle(sender, [ref]);
+  }
+
+  async deadLetterCopy(message: HiveMessage, key: string, reason: DeadLetterReason): Promise<void> {
+    await this.storeDead(key, JSON.stringify(message), reason);
+  }
+
+  /** The dead letter under `key`, once (a key already there is left as it is). */
+  private async storeDead(key: string, raw: string | null, reason: DeadLetterReason): Promise<void> {
+    const safe = key.replace(/[^-/_=.a-zA-Z0-9]/g, '_');
+    try {
+      await this.deadKv.create(safe, enc.encode(JSON.stringify({ reason, item: raw, at: new Date().toISOString() })));
+    } catch (err) {
+      if (!/wrong last sequence|key exists/i.test(errorMessage(err))) throw err;
+    }
+  }
+
+  /** Moves the sender's mark over the settled items at the front of what was handed out. */
+  private async advance(sender: string): Promise<void> {
+    const handed = this.handed.get(sender) ?? [];
+    const done = this.settled.get(sender)!;
+    const mark = await this.markOf(sender);
+    let next: RoutedMark = { commit: { ...mark.commit }, send: mark.send };
+    let moved = false;
+    for (const item of handed) {
+      if (!done.has(item.ref)) break;
+      moved = true;
+      if (item.ref.startsWith('c')) {
+        const [seq, index] = item.ref.slice(1).split('.').map(Number) as [number, number];
+        next = { ...next, commit: { seq, index: index + 1 } };
+      } else next = { ...next, send: Number(item.ref.slice(1)) };
+    }
+    if (!moved) return;
+    this.marks.set(sender, next);
+    await this.routedKv.put(token(sender), enc.encode(JSON.stringify(next)));
+    const keep = handed.filter((i) => !done.has(i.ref));
+    this.handed.set(sender, keep);
+    for (const r of [...done]) if (!keep.some((i) => i.ref === r) && this.passed(next, r)) done.delete(r);
+  }
+
+  private passed(mark: RoutedMark, ref: string): boolean {
+    if (ref.startsWith('s')) return Number(ref.slice(1)) <= mark.send;
+    const [seq, index] = ref.slice(1).split('.').map(Number) as [number, number];
+    return seq < mark.commit.seq || (seq === mark.commit.seq && index < mark.commit.index);
+  }
+
+  private async markOf(sender: string): Promise<RoutedMark> {
+    let m = this.marks.get(sender);
+    if (m) return m;
+    const e = await this.routedKv.get(token(sender));
+    m = e && e.operation === 'PUT' && e.length > 0 ? e.json<RoutedMark>() : { commit: { seq: 0, index: 0 }, send: 0 };
+    this.marks.set(sender, m);
+    return m;
+  }
+
+  /** The first message on `subject` at or after `seq`, or null. */
+  private async nextOn(stream: string, subject: string, seq: number): Promise<StoredMsg | null> {
+    try {
+      return await this.jsm.direct.getMessage(stream, { seq: Math.max(1, seq), next_by_subj: subject });
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw err;
+    }
+  }
+
+  // ---- inboxes -------------------------------------------------------------------------
+
+  private inbox(id: string): Promise<InboxState> {
+    let s = this.inboxes.get(id);
+    if (!s) {
+      s = this.openInbox(id);
+      this.inboxes.set(id, s);
+      s.catch(() => this.inboxes.delete(id));
+    }
+    return s;
+  }
+
+  private async openInbox(id: string): Promise<InboxState> {
+    let last: number;
+    try {
+      last = (await this.jsm.streams.info(this.inboxStream(id))).state.last_seq;
+    } catch (err) {
+      if (isNotFound(err)) throw new HiveError('E_UNKNOWN_AGENT', `No inbox for "${id}" (stream ${this.inboxStream(id)} does not exist)`);
+      throw err;
+    }
+    const ids = new Set<string>();
+    for (const e of await this.read(id, 0)) ids.add(e.id);
+    return { last, ids, queue: Promise.resolve() };
+  }
+
+  async deliver(recipient: string, messages: HiveMessage[]): Promise<DeliveryOutcome[]> {
+    const state = await this.inbox(recipient);
+    const run = state.queue.then(async () => {
+      const outcomes: DeliveryOutcome[] = [];
+      const fresh: HiveMessage[] = [];
+      const inBatch = new Set<string>();
+      for (const m of messages) {
+        if (state.ids.has(m.id) || inBatch.has(m.id)) outcomes.push({ status: 'duplicate', id: m.id } as DeliveryOutcome);
+        else {
+          inBatch.add(m.id);
+          fresh.push(m);
+          outcomes.push(null as unknown as DeliveryOutcome);
+        }
+      }
+      // Pipelined: each publish expects the one before it, so a stranger's write in between fails them.
+      const acks = await Promise.all(
+        fresh.map((m, i) =>
+          this.js.publish(this.inboxSubject(recipient), enc.encode(JSON.stringify(m)), { msgID: m.id, expect: { lastSequence: state.last + i } }),
+        ),
+      );
+      let k = 0;
+      for (let i = 0; i < outcomes.length; i++) {
+        if (outcomes[i] !== null) continue;
+        const m = fresh[k]!;
+        const ack = acks[k++]!;
+        state.ids.add(m.id);
+        if (ack.duplicate) outcomes[i] = { status: 'duplicate', id: m.id } as DeliveryOutcome;
+        else outcomes[i] = { status: 'delivered', id: m.id, seq: ack.seq } as DeliveryOutcome;
+      }
+      state.last += fresh.length;
+      if (fresh.length > 0) this.links.get(recipient)?.notify();
+      return outcomes;
+    });
+    state.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async read(recipient: string, afterSeq: number, limit = Infinity): Promise<InboxEntry[]> {
+    const stream = this.inboxStream(recipient);
+    let last: number;
+    try {
+      last = (await this.jsm.streams.info(stream)).state.last_seq;
+    } catch (err) {
+      if (isNotFound(err)) return [];
+      throw err;
+    }
+    const upTo = Math.min(last, afterSeq + (Number.isFinite(limit) ? limit : last));
+    const seqs: number[] = [];
+    for (let s = afterSeq + 1; s <= upTo; s++) seqs.push(s);
+    const got = await Promise.all(seqs.map((seq) => this.jsm.direct.getMessage(stream, { seq }).catch((err) => (isNotFound(err) ? null : Promise.reject(err)))));
+    const entries: InboxEntry[] = [];
+    for (const m of got) {
+      if (!m) continue;
+      const where = `${stream}#${m.seq}`;
+      let parsed;
+      try {
+        parsed = parseMessage(m.json());
+      } catch (err) {
+        parsed = { ok: false as const, error: new HiveError('E_BAD_MESSAGE', `Not JSON: ${errorMessage(err)}`) };
+      }
+      if (parsed.ok) entries.push({ seq: m.seq, id: parsed.message.id, ref: where, message: parsed.message });
+      else await this.storeDead(`inbox-${token(recipient)}-${m.seq}.json`, m.string(), { error: parsed.error.message, code: parsed.error.code, source: where });
+    }
+    return entries;
+  }
+
+  async cursor(recipient: string): Promise<number> {
+    return (await this.lastCommit(recipient))?.record.context.cursor ?? 0;
+  }
+
+  async lastCommit(agent: string): Promise<{ seq: number; record: CommitRecord } | null> {
+    try {
+      const m = await this.jsm.direct.getMessage(`${this.prefix}_OUT`, { last_by_subj: this.commitSubject(agent) });
+      return m ? { seq: m.seq, record: m.json<CommitRecord>() } : null;
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw err;
+    }
+  }
+
+  async publishCommit(record: CommitRecord, lastSubjectSeq: number): Promise<number> {
+    try {
+      // No msgID: the duplicate window would answer a stale owner's commit N with the real
+      // owner's ack for its commit N. The expected last sequence is the fence.
+      const ack = await this.js.publish(this.commitSubject(record.agent), enc.encode(JSON.stringify(record)), {
+        expect: { lastSubjectSequence: lastSubjectSeq },
+      });
+      return ack.seq;
+    } catch (err) {
+      if (/wrong last sequence/i.test(errorMessage(err))) {
+        // Our own publish may have landed and only its ack been lost (a retry): then it stands.
+        const last = await this.lastCommit(record.agent);
+        if (last && last.record.owner === record.owner && last.record.commit === record.commit) return last.seq;
+        throw new HiveError('E_CONFLICT', `Agent "${record.agent}" was committed by another owner since commit ${record.commit - 1}: this one may not commit (${errorMessage(err)})`, { cause: err });
+      }
+      throw err;
+    }
+  }
+
+  // ---- the agent's side ----------------------------------------------------------------
+
+  agent(id: string): AgentLink {
+    this.links.get(id)?.close();
+    const link = new JetStreamAgentLink(this, id, () => {
+      if (this.links.get(id) === link) this.links.delete(id);
+    });
+    this.links.set(id, link);
+    return link;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const l of [...this.links.values()]) l.close();
+    void this.nc.close();
+  }
+
+  async drain(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const l of [...this.links.values()]) l.close();
+    await this.nc.drain();
+  }
+}
+
+class JetStreamAgentLink implements AgentLink {
+  private commitNo = 0;
+  /** The stream sequence of the agent's last commit record (what the next commit expects). */
+  private lastSeq = 0;
+  private restored = false;
+  private readonly owner = randomUUID();
+  private readonly listeners = new Set<() => void>();
+  private sub: Subscription | null = null;
+
+  constructor(
+    private readonly t: JetStreamTransportImpl,
+    readonly agentId: string,
+    private readonly onClose: () => void,
+  ) {}
+
+  async restore(): Promise<RestoredAgent> {
+    const last = await this.t.lastCommit(this.agentId);
+    this.restored = true;
+    if (!last) {
+      this.commitNo = 0;
+      this.lastSeq = 0;
+      return { from: 'fresh', commit: 0, context: { agentId: this.agentId, cursor: 0, handled: 0, turns: 0, brainState: null, timers: [] }, lastSession: [], messages: [] };
+    }
+    this.commitNo = last.record.commit;
+    this.lastSeq = last.seq;
+    return { from: 'state', commit: last.record.commit, context: last.record.context, lastSession: last.record.session ?? [], messages: last.record.messages ?? [] };
+  }
+
+  async fetch(afterSeq: number, limit?: number): Promise<InboxEntry[]> {
+    return this.t.read(this.agentId, afterSeq, limit);
+  }
+
+  async commit(context: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): Promise<number> {
+    if (!this.restored) throw new HiveError('E_CONFLICT', `The link of agent "${this.agentId}" commits before its restore`);
+    const record: CommitRecord = {
+      version: 1,
+      agent: this.agentId,
+      commit: this.commitNo + 1,
+      context,
+      messages,
+      session: session ?? [],
+      owner: this.owner,
+      committed_at: new Date().toISOString(),
+    };
+    this.lastSeq = await this.t.publishCommit(record, this.lastSeq);
+    this.commitNo = record.commit;
+    return record.commit;
+  }
+
+  onWork(listener: () => void): () => void {
+    this.listeners.add(listener);
+    // A delivery is a publish on the inbox's subject: every subscriber sees it, wherever it runs.
+    this.sub ??= this.t.nc.subscribe(this.t.inboxSubject(this.agentId), { callback: () => this.notify() });
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0) {
+        this.sub?.unsubscribe();
+        this.sub = null;
+      }
+    };
+  }
+
+  notify(): void {
+    for (const l of this.listeners) l();
+  }
+
+  close(): void {
+    this.listeners.clear();
+    this.sub?.unsubscribe();
+    this.sub = null;
+    this.onClose();
+  }
+}

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMessage } from '../src/protocol/message.ts';
+import { describeTransportConformance } from './conformance/transport.ts';
+import { createJetStreamTransport, type JetStreamTransport } from '../src/queue/jetstream-transport.ts';
+import { natsUnavailable, startNatsServer, type NatsServer } from './helpers/nats-server.ts';
+
+// One nats-server for the file; each case gets its own prefix (its own streams and buckets).
+const missing = natsUnavailable();
+let server: NatsServer | null = null;
+const opened: JetStreamTransport[] = [];
+const prefixOf = new WeakMap<object, string>();
+let n = 0;
+
+async function open(prefix: string): Promise<JetStreamTransport> {
+  const t = await createJetStreamTransport({ servers: [server!.url], prefix });
+  for (const id of ['a', 'b', 'c']) await t.ensureAgent(id);
+  prefixOf.set(t, prefix);
+  opened.push(t);
+  return t;
+}
+
+if (missing) {
+  describe('transport conformance: jetstream', () => {
+    it.skip(`skipped: ${missing}`, () => undefined);
+  });
+} else {
+  beforeAll(async () => {
+    server = await startNatsServer();
+  });
+  afterAll(async () => {
+    for (const t of opened) t.close();
+    await server?.stop();
+  });
+  describeTransportConformance(
+    'jetstream',
+    async () => open(`t${process.pid}_${++n}`),
+    async (t) => open(prefixOf.get(t)!),
+  );
+}
+
+describe.skipIf(missing !== null)('jetstream transport: what it keeps beyond the conformance suite', () => {
+  it("dedupe outlives JetStream's duplicate window: a message delivered again after it, by a new instance, is a duplicate", async () => {
+    const prefix = `dup${process.pid}`;
+    const first = await createJetStreamTransport({ servers: [server!.url], prefix, duplicateWindowMs: 100 });
+    opened.push(first);
+    await first.ensureAgent('b');
+    const m = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'once' });
+    expect(await first.deliver('b', [m])).toMatchObject([{ status: 'delivered', seq: 1 }]);
+    first.close();
+    await new Promise((r) => setTimeout(r, 400)); // past the window
+    const second = await createJetStreamTransport({ servers: [server!.url], prefix, duplicateWindowMs: 100 });
+    opened.push(second);
+    expect(await second.deliver('b', [m])).toMatchObject([{ status: 'duplicate' }]);
+    expect((await second.read('b', 0)).map((e) => e.id)).toEqual([m.id]);
+  });
+
+  it('a stale owner cannot commit: after another link of the agent committed, its commit fails with E_CONFLICT and changes nothing', async () => {
+    const prefix = `fence${process.pid}`;
+    const hostA = await open(prefix);
+    const hostB = await open(prefix);
+    const stale = hostA.agent('b');
+    const base = await stale.restore();
+    const owner = hostB.agent('b');
+    await owner.restore();
+    await owner.commit({ ...base.context, cursor: 1, turns: 1 }, []);
+    await expect(stale.commit({ ...base.context, cursor: 5, turns: 9 }, [createMessage({ from: 'b', to: 'a', act: 'inform', body: 'stale' })])).rejects.toMatchObject({ code: 'E_CONFLICT' });
+    expect(await hostA.cursor('b')).toBe(1);
+    expect(await hostA.pending('b')).toEqual([]);
+  });
+
+  it('an item published straight onto a send subject that is not a message is pending with its error, and reject dead-letters it', async () => {
+    const t = await open(`junk${process.pid}`);
+    const nc = (t as unknown as { nc: { publish(s: string, d: string): void; flush(): Promise<void> } }).nc;
+    nc.publish(`junk${process.pid}.send.a`, '{"not":"a message"}');
+    await nc.flush();
+    await new Promise((r) => setTimeout(r, 100));
+    const [item] = await t.pending('a');
+    expect(item).toMatchObject({ message: null, error: { code: 'E_BAD_MESSAGE' } });
+    await t.reject('a', item!.ref, { error: item!.error!.message, source: 'test' });
+    expect(await t.pending('a')).toEqual([]);
+  });
+});
