@@ -80,3 +80,29 @@ describe.skipIf(missing !== null)('jetstream transport: what it keeps beyond the
     expect(await t.pending('a')).toEqual([]);
   });
 });
+
+describe.skipIf(missing !== null)('jetstream transport: inboxes shared by two deliverers (two hosts\' routers)', () => {
+  it('concurrent deliveries from two instances: every id once, seqs gap-free, each deliverer\'s own order kept', async () => {
+    const prefix = `shared${process.pid}`;
+    const [one, two] = await Promise.all([0, 1].map(async () => {
+      const t = await createJetStreamTransport({ servers: [server!.url], prefix, sharedInboxes: true });
+      opened.push(t);
+      await t.ensureAgent('b');
+      return t;
+    }));
+    const fromA = Array.from({ length: 60 }, (_, i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: `a${i}` }));
+    const fromC = Array.from({ length: 60 }, (_, i) => createMessage({ from: 'c', to: 'b', act: 'inform', body: `c${i}` }));
+    const both = fromA.slice(0, 10); // also routed by the other host (a re-run after a crash)
+    const batches = (ms: typeof fromA) => Array.from({ length: 6 }, (_, k) => ms.slice(k * 10, k * 10 + 10));
+    await Promise.all([
+      (async () => { for (const b of batches(fromA)) await one!.deliver('b', b); })(),
+      (async () => { for (const b of [both, ...batches(fromC)]) await two!.deliver('b', b); })(),
+    ]);
+    const entries = await one!.read('b', 0);
+    expect(entries.map((e) => e.seq)).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
+    expect(new Set(entries.map((e) => e.id)).size).toBe(120);
+    const order = (prefixChar: string) => entries.filter((e) => e.message.body.startsWith(prefixChar)).map((e) => Number(e.message.body.slice(1)));
+    expect(order('a')).toEqual(Array.from({ length: 60 }, (_, i) => i));
+    expect(order('c')).toEqual(Array.from({ length: 60 }, (_, i) => i));
+  });
+});

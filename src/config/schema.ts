@@ -106,8 +106,26 @@ export const AgentConfigSchema = z
     host: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/).optional(),
     /** This agent's turn deadline in ms (default: supervisor.turnTimeoutMs). */
     turnTimeoutMs: positiveInt.optional(),
+    /** Cluster mode: the machine (its `cluster.host`) this agent runs on. */
+    runsOn: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/).optional(),
   })
   .strict();
+
+/** One hive over several machines, on NATS JetStream (docs/architecture.md, "Cluster mode"). */
+export const ClusterSchema = z
+  .object({
+    /** NATS servers, e.g. ['nats://10.0.0.5:4222']. */
+    servers: z.array(z.string().regex(/^(nats|tls):\/\/\S+$/)).min(1),
+    /** This machine's name (what agents' `runsOn` names); `hive start --host` overrides it. */
+    host: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/),
+    /** Names the hive's streams and buckets on the NATS servers. */
+    prefix: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/).default('hive'),
+    /** Replicas of each stream (3 on a three-node NATS cluster). */
+    replicas: z.number().int().min(1).max(5).default(1),
+  })
+  .strict();
+
+export type ClusterConfig = z.infer<typeof ClusterSchema>;
 
 export type AgentConfig = z.infer<typeof AgentConfigSchema>;
 
@@ -287,9 +305,17 @@ export const HiveConfigSchema = z
     kickoff: z.array(KickoffSchema).default([]),
     /** Memory: the miner, the reflector, search (see src/memory/config.ts). */
     memory: MemoryConfigSchema,
+    /** One hive across machines on NATS JetStream; absent: the filesystem transport on this machine. */
+    cluster: ClusterSchema.optional(),
   })
   .strict()
   .superRefine((cfg, ctx) => {
+    cfg.agents.forEach((a, i) => {
+      if (cfg.cluster && !a.runsOn) {
+        ctx.addIssue({ code: 'custom', path: ['agents', i, 'runsOn'], message: `the host "${a.id}" runs on (in cluster mode every agent is pinned to a host)` });
+      }
+      if (!cfg.cluster && a.runsOn) ctx.addIssue({ code: 'custom', path: ['agents', i, 'runsOn'], message: 'absent outside cluster mode (there is no `cluster` section)' });
+    });
     const seen = new Map<string, number>();
     cfg.agents.forEach((a, i) => {
       if (seen.has(a.id)) {

@@ -43,6 +43,18 @@ export interface RouterSettingsInit {
   watch: boolean;
 }
 
+export interface ClusterInit {
+  servers: string[];
+  prefix: string;
+  replicas: number;
+  /** This machine's name. */
+  host: string;
+  /** The agents that run on this machine (the router here routes what they send). */
+  local: string[];
+  /** Every agent of the hive, wherever it runs (each has an inbox stream). */
+  agents: string[];
+}
+
 export interface WorkerInit {
   kind: HostKind;
   hostId: string;
@@ -53,6 +65,8 @@ export interface WorkerInit {
   /** Set when telemetry is on: the worker starts its own tracer provider. */
   telemetry?: WorkerTelemetryInit;
   memorySettings?: MemoryHostSettings;
+  /** Cluster mode: the message path is NATS JetStream (absent: the filesystem transport). */
+  cluster?: ClusterInit;
   /** Tests only: the seams this thread installs (src/testing/seams.ts). */
   seams?: TestSeams;
 }

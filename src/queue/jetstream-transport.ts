@@ -44,6 +44,8 @@ export interface JetStreamTransportOptions {
    * Exactly-once does not depend on it; a test shortens it to show that.
    */
   duplicateWindowMs?: number;
+  /** Other instances deliver to the same inboxes (cluster mode: every host's router). */
+  sharedInboxes?: boolean;
 }
 
 export interface JetStreamTransport extends Transport {
@@ -104,7 +106,7 @@ export async function createJetStreamTransport(options: JetStreamTransportOption
   const kvm = new Kvm(nc);
   const routedKv = await kvm.create(`${p}_routed`, { replicas, history: 1 });
   const deadKv = await kvm.create(`${p}_dead`, { replicas, history: 1 });
-  return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, p, replicas, options.duplicateWindowMs);
+  return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, p, replicas, options.duplicateWindowMs, options.sharedInboxes ?? false);
 }
 
 async function addStream(jsm: JetStreamManager, config: Parameters<JetStreamManager['streams']['add']>[0]): Promise<void> {
@@ -142,6 +144,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     readonly prefix: string,
     private readonly replicas: number,
     private readonly duplicateWindowMs: number | undefined,
+    private readonly shared: boolean,
   ) {}
 
   private inboxStream(id: string): string {
@@ -322,27 +325,66 @@ class JetStreamTransportImpl implements JetStreamTransport {
           outcomes.push(null as unknown as DeliveryOutcome);
         }
       }
-      // Pipelined: each publish expects the one before it, so a stranger's write in between fails them.
-      const acks = await Promise.all(
-        fresh.map((m, i) =>
-          this.js.publish(this.inboxSubject(recipient), enc.encode(JSON.stringify(m)), { msgID: m.id, expect: { lastSequence: state.last + i } }),
-        ),
-      );
+      const acks = await this.publishInOrder(recipient, state, fresh);
       let k = 0;
       for (let i = 0; i < outcomes.length; i++) {
         if (outcomes[i] !== null) continue;
         const m = fresh[k]!;
         const ack = acks[k++]!;
         state.ids.add(m.id);
-        if (ack.duplicate) outcomes[i] = { status: 'duplicate', id: m.id } as DeliveryOutcome;
-        else outcomes[i] = { status: 'delivered', id: m.id, seq: ack.seq } as DeliveryOutcome;
+        outcomes[i] = ack === 'duplicate' ? ({ status: 'duplicate', id: m.id } as DeliveryOutcome) : ({ status: 'delivered', id: m.id, seq: ack } as DeliveryOutcome);
       }
-      state.last += fresh.length;
       if (fresh.length > 0) this.links.get(recipient)?.notify();
       return outcomes;
     });
     state.queue = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Appends `fresh` to the inbox in order; each publish expects the inbox's last sequence,
+   * so a write by another deliverer in between (two hosts' routers deliver to one inbox in
+   * cluster mode) fails it instead of interleaving. Then the deliverer catches up on what
+   * the other wrote (its ids count for the duplicate check) and goes on. Alone on an inbox
+   * the publishes are pipelined; shared, they go one at a time (a pipelined one after a
+   * failed one could land out of order).
+   */
+  private async publishInOrder(recipient: string, state: InboxState, fresh: HiveMessage[]): Promise<(number | 'duplicate')[]> {
+    const out: (number | 'duplicate')[] = [];
+    let i = 0;
+    for (let round = 0; i < fresh.length; round++) {
+      const batch = this.shared ? fresh.slice(i, i + 1) : fresh.slice(i);
+      if (state.ids.has(batch[0]!.id)) {
+        out.push('duplicate'); // written by the other deliverer meanwhile
+        i += 1;
+        continue;
+      }
+      const results = await Promise.allSettled(
+        batch.map((m, k) => this.js.publish(this.inboxSubject(recipient), enc.encode(JSON.stringify(m)), { msgID: m.id, expect: { lastSequence: state.last + k } })),
+      );
+      let conflict: unknown = null;
+      for (const r of results) {
+        if (conflict !== null) break;
+        if (r.status === 'rejected') conflict = r.reason;
+        else {
+          out.push(r.value.duplicate ? 'duplicate' : r.value.seq);
+          if (!r.value.duplicate) state.last = r.value.seq;
+          i += 1;
+        }
+      }
+      if (conflict === null) continue;
+      if (!/wrong last sequence/i.test(errorMessage(conflict)) || round > 1_000) throw conflict;
+      for (const e of await this.read(recipient, state.last)) {
+        state.ids.add(e.id);
+        state.last = Math.max(state.last, e.seq);
+      }
+      state.last = Math.max(state.last, await this.lastSeqOf(recipient));
+    }
+    return out;
+  }
+
+  private async lastSeqOf(recipient: string): Promise<number> {
+    return (await this.jsm.streams.info(this.inboxStream(recipient))).state.last_seq;
   }
 
   async read(recipient: string, afterSeq: number, limit = Infinity): Promise<InboxEntry[]> {

@@ -1,3 +1,4 @@
+import { clusterInitOf, runsHere } from './cluster.ts';
 import type { ActorInfo, AgentHostApi, ActorContextSummary, BrainLoadFailure, HostedAgentSpec, WorkerEvent } from '../protocol/worker.ts';
 import { brainPreflight, reportConfigFailure } from './config-failure.ts';
 import { BrainSchema, type BrainSpec } from '../config/schema.ts';
@@ -68,7 +69,8 @@ export class AgentHosts {
    * returned `failed` names each, with the reason (found before its worker, or by it).
    */
   async startAll(hostOf: Map<string, string | undefined>): Promise<{ running: number; failed: BrainLoadFailure[] }> {
-    const tried = [...this.records.values()].filter((x) => isRunnable(x.entry, x.brain));
+    // In cluster mode only the agents pinned to this machine run here.
+    const tried = [...this.records.values()].filter((x) => isRunnable(x.entry, x.brain) && runsHere(this.ctx.config, x.entry.id));
     const runnable: AgentRecord[] = [];
     for (const r of tried) {
       const problem = await brainPreflight(r.brain);
@@ -252,7 +254,7 @@ export class AgentHosts {
         const telemetry = this.ctx.observer()?.workerTelemetry(hostId, agentsOf());
         const handle = await WorkerHandle.start<AgentHostApi>(
           'agent-host',
-          { hostId, root: this.ctx.root, agentSettings: agentSettingsOf(this.ctx.config), ...(telemetry ? { telemetry } : {}), ...this.ctx.testingInit() },
+          { hostId, root: this.ctx.root, agentSettings: agentSettingsOf(this.ctx.config), ...(telemetry ? { telemetry } : {}), ...clusterInitOf(this.ctx.config), ...this.ctx.testingInit() },
           this.onEvent,
           { heapMb: workerHeapLimitMb(this.ctx.config.supervisor.workerHeapMb, agentsOf().length) },
         );

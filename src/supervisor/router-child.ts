@@ -1,3 +1,4 @@
+import { clusterInitOf } from './cluster.ts';
 import { MessageChannel } from 'node:worker_threads';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
 import type { AgentHostApi, RouterHostApi, WorkerEvent } from '../protocol/worker.ts';
@@ -48,6 +49,7 @@ export class RouterChild {
         root: this.ctx.root,
         routerSettings: { pollMs: r.pollMs, hopCap: r.hopCap, batchPerSender: r.batchPerSender, sentCap: r.sentCap, doneCap: this.ctx.config.supervisor.doneCap, watch: true },
         ...(telemetry ? { telemetry } : {}),
+        ...clusterInitOf(this.ctx.config),
         ...this.ctx.testingInit(),
       },
       this.onEvent,

@@ -1,0 +1,32 @@
+import type { HiveConfig } from '../config/schema.ts';
+import type { ClusterInit } from '../protocol/worker.ts';
+import { GOD_ID } from '../protocol/agent-id.ts';
+
+/**
+ * What a worker needs to know of cluster mode (docs/architecture.md, "Cluster mode"):
+ * `{}` outside it, so a worker's init is the same as before for a one-machine hive.
+ */
+export function clusterInitOf(config: HiveConfig): { cluster?: ClusterInit } {
+  const c = config.cluster;
+  if (!c) return {};
+  const agents = config.agents.map((a) => a.id);
+  return {
+    cluster: {
+      servers: c.servers,
+      prefix: c.prefix,
+      replicas: c.replicas,
+      host: c.host,
+      local: config.agents.filter((a) => a.runsOn === c.host).map((a) => a.id),
+      agents: [...new Set([...agents, GOD_ID])],
+    },
+  };
+}
+
+/** True when the agent runs on this machine: always outside cluster mode. */
+export function runsHere(config: HiveConfig, agentId: string): boolean {
+  const c = config.cluster;
+  if (!c) return true;
+  const a = config.agents.find((x) => x.id === agentId);
+  // Not in the config (spawned at run time): it runs where it was spawned.
+  return !a || a.runsOn === c.host;
+}
