@@ -8,7 +8,7 @@ import type { ActorInfo, AgentHostApi, BrainLoadFailure, HostedAgentSpec, Router
 import { errorMessage } from '../src/errors.ts';
 import { beginWorker, crashWorker, exposeWorker } from '../src/worker/host.ts';
 import { AgentActor } from '../src/agent/agent-actor.ts';
-import { createFsTransport } from '../src/queue/fs-transport.ts';
+import { openHostTransport } from '../src/queue/open-transport.ts';
 import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 import { appendEvent } from '../src/log/event-log.ts';
@@ -24,7 +24,7 @@ const host = beginWorker();
 const { init } = host;
 const actors = new Map<string, AgentActor>();
 /** This worker's side of the message path: its agents' links, and the sends of the hive's notices. */
-const transport = createFsTransport(init.root, { pollMs: init.agentSettings?.inboxPollMs ?? 2_000 });
+const transport = await openHostTransport(init.root, init.cluster, { pollMs: init.agentSettings?.inboxPollMs ?? 2_000 });
 let routerPort: MessagePort | null = null;
 /** This worker's own tracer provider (null: telemetry off, no SDK loaded). */
 const telemetry = await startWorkerTelemetry(init.telemetry);

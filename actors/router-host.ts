@@ -12,7 +12,8 @@ import type { HiveMessage } from '../src/protocol/message.ts';
 import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
 import { routerMachine } from '../machines/router.ts';
 import { GOD_ID } from '../src/protocol/agent-id.ts';
-import { createFsTransport } from '../src/queue/fs-transport.ts';
+import { openHostTransport } from '../src/queue/open-transport.ts';
+import type { JetStreamTransport } from '../src/queue/jetstream-transport.ts';
 import { routeOnce } from '../src/router/route.ts';
 import { trimDeferred } from '../src/fs/capped.ts';
 import { createDirectoryCache } from '../src/router/directory.ts';
@@ -27,8 +28,8 @@ import type { Span } from '@opentelemetry/api';
 const host = beginWorker();
 const { init, emit } = host;
 const settings = init.routerSettings!;
-const transport = createFsTransport(init.root, { sentCap: settings.sentCap, doneCap: settings.doneCap });
 const directory = createDirectoryCache(init.root, (agent, reason) => appendEvent(init.root, { type: 'router.folder-refused', agent, reason }));
+const transport = await openHostTransport(init.root, init.cluster, { sentCap: settings.sentCap, doneCap: settings.doneCap, isRecipient: (id) => directory().all.has(id) });
 /** This worker's own tracer provider (null: telemetry off, no SDK loaded). */
 const telemetry = await startWorkerTelemetry(init.telemetry);
 const tracer = telemetry?.tracer ?? null;
@@ -178,6 +179,7 @@ const actor = createActor(machine);
 watchActor(actor, init.root, 'router', (value) => emit({ type: 'router.state', value }));
 
 let watcher: OutboxWatcher | null = null;
+let stopCommits: (() => void) | null = null;
 let poll: NodeJS.Timeout | null = null;
 
 const api: RouterHostApi = {
@@ -191,6 +193,15 @@ const api: RouterHostApi = {
         (err) => appendEvent(init.root, { type: 'router.watch-error', error: String(err) }),
         (agent) => pending.due(agent),
       );
+    }
+    if (init.cluster) {
+      // Every agent of the hive has an inbox stream, wherever it runs; a commit by one of
+      // this machine's agents is routed here (the port's kick also says so).
+      const js = (transport as unknown as { jetstream: JetStreamTransport }).jetstream;
+      for (const id of new Set([...init.cluster.agents, ...directory().all])) await js.ensureAgent(id);
+      const local = new Set(init.cluster.local);
+      stopCommits = js.onCommit((agent) => local.has(agent) && outboxChanged([agent]));
+      outboxChanged();
     }
     poll = setInterval(() => {
       pending.mark();
@@ -219,6 +230,7 @@ const api: RouterHostApi = {
   },
   async stop() {
     if (poll) clearInterval(poll);
+    stopCommits?.();
     await watcher?.close();
     actor.send({ type: 'hive.stop' });
     await untilStopped(actor);

@@ -53,6 +53,10 @@ export interface JetStreamTransport extends Transport {
   ensureAgent(id: string): Promise<void>;
   /** Waits for what is buffered to reach the server, then disconnects. */
   drain(): Promise<void>;
+  /** Tells the links of these agents (opened by this instance) there may be work. */
+  notify(agents: Iterable<string>): void;
+  /** Calls `listener` with the sender whenever an agent commits (any instance, any machine). */
+  onCommit(listener: (agent: string) => void): () => void;
 }
 
 interface CommitRecord {
@@ -447,6 +451,16 @@ class JetStreamTransportImpl implements JetStreamTransport {
       }
       throw err;
     }
+  }
+
+  notify(agents: Iterable<string>): void {
+    for (const id of agents) this.links.get(id)?.notify();
+  }
+
+  onCommit(listener: (agent: string) => void): () => void {
+    const head = `${this.prefix}.commit.`;
+    const sub = this.nc.subscribe(`${head}*`, { callback: (_err, msg) => listener(msg.subject.slice(head.length).replaceAll('=', '.')) });
+    return () => sub.unsubscribe();
   }
 
   // ---- the agent's side ----------------------------------------------------------------

@@ -1,0 +1,20 @@
+import type { ClusterInit } from '../protocol/worker.ts';
+import { createFsTransport, type FsTransportOptions } from './fs-transport.ts';
+import type { Transport } from './transport.ts';
+
+export type HostTransport = Transport & { notify(agents: Iterable<string>): void };
+
+/**
+ * The transport a worker opens: the filesystem's on one machine; in cluster mode JetStream
+ * for the message path, with the local folder's outbox files as ingress and its
+ * dead-letter/ for dead letters (src/queue/cluster-transport.ts). The NATS client is loaded
+ * only in cluster mode.
+ */
+export async function openHostTransport(root: string, cluster: ClusterInit | undefined, options: FsTransportOptions & { isRecipient?: (id: string) => boolean } = {}): Promise<HostTransport> {
+  const files = createFsTransport(root, options);
+  if (!cluster) return files;
+  const [{ createJetStreamTransport }, { createClusterTransport }] = await Promise.all([import('./jetstream-transport.ts'), import('./cluster-transport.ts')]);
+  const js = await createJetStreamTransport({ servers: cluster.servers, prefix: cluster.prefix, replicas: cluster.replicas, sharedInboxes: true });
+  const known = new Set(cluster.agents);
+  return Object.assign(createClusterTransport(js, files, { local: new Set(cluster.local), isRecipient: options.isRecipient ?? ((id) => known.has(id)) }), { jetstream: js });
+}
