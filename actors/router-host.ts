@@ -14,6 +14,9 @@ import { routerMachine } from '../machines/router.ts';
 import { GOD_ID } from '../src/protocol/agent-id.ts';
 import { openHostTransport } from '../src/queue/open-transport.ts';
 import type { JetStreamTransport } from '../src/queue/jetstream-transport.ts';
+import { durabilityOf } from '../src/queue/cluster-durability.ts';
+import type { ClusterFile } from '../src/supervisor/cluster.ts';
+import { writeJsonAtomic } from '../src/fs/atomic.ts';
 import { routeOnce } from '../src/router/route.ts';
 import { trimDeferred } from '../src/fs/capped.ts';
 import { createDirectoryCache } from '../src/router/directory.ts';
@@ -29,7 +32,15 @@ const host = beginWorker();
 const { init, emit } = host;
 const settings = init.routerSettings!;
 const directory = createDirectoryCache(init.root, (agent, reason) => appendEvent(init.root, { type: 'router.folder-refused', agent, reason }));
-const transport = await openHostTransport(init.root, init.cluster, { sentCap: settings.sentCap, doneCap: settings.doneCap, isRecipient: (id) => directory().all.has(id) });
+/** Cluster mode: the agents pinned to this machine; the ones leased here are those of linked hosts. */
+const pinnedHere = new Set(init.cluster?.local ?? []);
+const runsHere = (id: string) => pinnedHere.has(id) || hostOfAgent.has(id);
+const transport = await openHostTransport(init.root, init.cluster, {
+  sentCap: settings.sentCap,
+  doneCap: settings.doneCap,
+  isRecipient: (id) => directory().all.has(id),
+  isLocal: runsHere,
+});
 /** This worker's own tracer provider (null: telemetry off, no SDK loaded). */
 const telemetry = await startWorkerTelemetry(init.telemetry);
 const tracer = telemetry?.tracer ?? null;
@@ -175,6 +186,17 @@ function resumed(): void {
   appendEvent(init.root, { type: 'actor.resumed', agent: 'router', paused_ms: pausedMs });
 }
 
+/**
+ * What this cluster setup can promise (src/queue/cluster-durability.ts): logged, and kept
+ * in `cluster.json` for `hive status` and `hive start` to show.
+ */
+async function reportDurability(js: JetStreamTransport, cluster: NonNullable<typeof init.cluster>): Promise<void> {
+  const setup = await js.setup();
+  const report = durabilityOf(setup.serverVersion, setup.replicas);
+  writeJsonAtomic(hivePaths(init.root).cluster, { host: cluster.host, servers: cluster.servers, prefix: cluster.prefix, local: cluster.local, placement: cluster.placement, ...report, checked_at: new Date().toISOString() } satisfies ClusterFile);
+  appendEvent(init.root, { type: 'cluster.durability', host: cluster.host, server_version: report.serverVersion, replicas: report.replicas, warnings: report.warnings });
+}
+
 const actor = createActor(machine);
 watchActor(actor, init.root, 'router', (value) => emit({ type: 'router.state', value }));
 
@@ -199,9 +221,9 @@ const api: RouterHostApi = {
       // this machine's agents is routed here (the port's kick also says so).
       const js = (transport as unknown as { jetstream: JetStreamTransport }).jetstream;
       for (const id of new Set([...init.cluster.agents, ...directory().all])) await js.ensureAgent(id);
-      const local = new Set(init.cluster.local);
-      stopCommits = js.onCommit((agent) => local.has(agent) && outboxChanged([agent]));
+      stopCommits = js.onCommit((agent) => runsHere(agent) && outboxChanged([agent]));
       outboxChanged();
+      await reportDurability(js, init.cluster);
     }
     poll = setInterval(() => {
       pending.mark();

@@ -1,10 +1,12 @@
 /**
  * `hive-runtime/low-level`: the pieces under the runtime, for tools that write into a hive
- * or test a transport: outbox writers, the filesystem transport, the hive's folders and lock.
+ * or test a transport: outbox writers, the filesystem and JetStream transports, the hive's
+ * folders and lock.
  */
 export { ensureHive, ensureAgent, type AgentSpec } from './layout/ensure.ts';
 export { hivePaths, agentPaths, type HivePaths, type AgentPaths } from './layout/paths.ts';
 export { createFsTransport, type FsTransport, type FsTransportOptions } from './queue/fs-transport.ts';
+export { createJetStreamTransport, type JetStreamTransport, type JetStreamTransportOptions } from './queue/jetstream-transport.ts';
 export { writeOutbox, writeOutboxAsync, FLUSHED_MESSAGE_MODE } from './queue/outbox.ts';
 export type { Transport, PendingItem, AgentLink, RestoredAgent } from './queue/transport.ts';
 export type { PersistedAgentContext } from '../machines/agent.ts';

@@ -6,6 +6,42 @@ import { natsUnavailable, startNatsServer, type NatsServer } from './helpers/nat
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { createJetStreamTransport, type JetStreamTransport } from '../src/queue/jetstream-transport.ts';
+import { parseConfig } from '../src/config/schema.ts';
+import { runCli } from '../src/cli/main.ts';
+import { memoryIO } from '../src/cli/io.ts';
+import fs from 'node:fs';
+import path from 'node:path';
+
+async function cli(args: string[]) {
+  const io = memoryIO('');
+  const code = await runCli(args, io.io);
+  return { code, stdout: io.stdout, stderr: io.stderr };
+}
+
+describe('cluster mode: configuration', () => {
+  it('runsOn means nothing outside cluster mode, and a server that is not a NATS URL is refused: each mistake names its place', () => {
+    const cluster = { servers: ['nats://127.0.0.1:4222'], host: 'h1' };
+    expect(() => parseConfig({ root: 'r', agents: [{ id: 'a', brain: { kind: 'echo' }, runsOn: 'h1' }] }, '/tmp')).toThrow(/`agents\[0\]\.runsOn` to be absent outside cluster mode/);
+    expect(() => parseConfig({ root: 'r', cluster: { ...cluster, servers: ['http://x'] }, agents: [] }, '/tmp')).toThrow(/cluster\.servers\[0\]/);
+    expect(parseConfig({ root: 'r', cluster, agents: [{ id: 'a', brain: { kind: 'echo' }, runsOn: 'h2' }] }, '/tmp').cluster).toMatchObject({ host: 'h1', prefix: 'hive', replicas: 1 });
+  });
+
+  it('an agent left unpinned in cluster mode is placed by lease; runsOn outside cluster mode is refused', () => {
+    const cfg = parseConfig({ root: 'r', cluster: { servers: ['nats://127.0.0.1:4222'], host: 'h1' }, agents: [{ id: 'a', brain: { kind: 'echo' } }] }, '/tmp');
+    expect(cfg.cluster?.leaseMs).toBe(5_000);
+    expect(cfg.agents[0]!.runsOn).toBeUndefined();
+  });
+
+  it('hive start --host is refused for a config without a cluster section, saying why', async () => {
+    const dir = tempRoot();
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, 'hive.config.json');
+    fs.writeFileSync(file, JSON.stringify({ root: './hive', agents: [] }));
+    const r = await cli(['start', '--config', file, '--host', 'h1']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/--host names this machine in cluster mode, but .*hive\.config\.json has no cluster section/);
+  });
+});
 
 // Two supervisors, one per "machine" (h1, h2), one hive on one nats-server: agents split
 // between them, requests and replies crossing from one to the other.
@@ -18,8 +54,8 @@ interface Machine {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
 }
 
-function startMachine(root: string, prefix: string, host: string): Promise<Machine> {
-  const child = startFixture('cluster-host.ts', [root, server!.url, prefix, host]);
+function startMachine(root: string, prefix: string, host: string, mode = 'pinned'): Promise<Machine> {
+  const child = startFixture('cluster-host.ts', [root, server!.url, prefix, host, mode]);
   return new Promise((resolve, reject) => {
     const { exited } = collectLines(child, (line) => {
       if (line.startsWith('ready ')) resolve({ child, exited });
@@ -48,6 +84,12 @@ describe.skipIf(missing !== null)('cluster mode: two machines on one nats-server
     const t = await createJetStreamTransport({ servers: [server!.url], prefix });
     const requests: HiveMessage[] = [];
     try {
+      // Each machine says where it is, where every agent runs, and what its setup cannot keep.
+      const status = await cli(['status', '--root', r1]);
+      expect(status.stdout).toMatch(/cluster: this machine is h1, on nats:\/\/127\.0\.0\.1:\d+ \(nats-server \d+\.\d+\.\d+, 1 replica, prefix c\d+\)/);
+      expect(status.stdout).toMatch(/warning: each stream has 1 replica/);
+      expect(status.stdout).toMatch(/echo-a .* h1 \(here\)/);
+      expect(status.stdout).toMatch(/echo-b .* h2\n/);
       for (let i = 0; i < REQUESTS; i += 20) {
         const batch = Array.from({ length: 20 }, (_, k) => createMessage({ from: 'client', to: (i + k) % 2 === 0 ? 'echo-a' : 'echo-b', act: 'request', body: `req ${i + k}` }));
         writeOutbox(r1, batch); // h1's local ingress: acknowledged once this returns
@@ -78,6 +120,66 @@ describe.skipIf(missing !== null)('cluster mode: two machines on one nats-server
         expect(at.context.cursor, agent).toBe(mine);
         link.close();
       }
+    } finally {
+      t.close();
+      for (const m of [h1, h2]) m.child.kill('SIGTERM');
+      const ends = await Promise.all([h1.exited, h2.exited]);
+      for (const e of ends) expect(e.code, e.stderr).toBe(0);
+    }
+  }, 120_000);
+
+  it('failover: the machine holding an unpinned agent\'s lease is SIGKILLed under load; the survivor takes the agent over from its last commit and every request is answered exactly once; the dead machine comes back and duplicates nothing', async () => {
+    const prefix = `f${process.pid}`;
+    const [r1, r2] = [tempRoot(), tempRoot()];
+    let h1 = await startMachine(r1, prefix, 'h1', 'leased'); // first up: it takes echo-x's lease
+    let h2 = await startMachine(r2, prefix, 'h2', 'leased');
+    const t = await createJetStreamTransport({ servers: [server!.url], prefix });
+    const requests: HiveMessage[] = [];
+    const send = (n: number) => {
+      const batch = Array.from({ length: n }, (_, k) => createMessage({ from: 'client', to: 'echo-x', act: 'request', body: `req ${requests.length + k}` }));
+      writeOutbox(r2, batch); // the client runs on h2, the survivor
+      requests.push(...batch);
+    };
+    const answered = async () => (await replies(t)).length;
+    const waitFor = async (n: number, ms: number) => {
+      const deadline = Date.now() + ms;
+      while ((await answered()) < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      return answered();
+    };
+    try {
+      send(100);
+      expect(await waitFor(100, 20_000)).toBe(100);
+      const running = JSON.parse(fs.readFileSync(path.join(r1, 'log.jsonl'), 'utf8').trim().split('\n').filter((l) => l.includes('cluster.lease-acquired')).at(-1) ?? '{}');
+      expect(running).toMatchObject({ agent: 'echo-x', host: 'h1' });
+      // Under load: more requests, then h1 dies with some of them in flight.
+      send(100);
+      await new Promise((r) => setTimeout(r, 30));
+      const killedAt = Date.now();
+      h1.child.kill('SIGKILL');
+      expect((await h1.exited).signal).toBe('SIGKILL');
+      send(100);
+      expect(await waitFor(300, 30_000)).toBe(300);
+      const failoverMs = Date.now() - killedAt;
+      process.stdout.write(`cluster failover: h1 killed → all 300 answered in ${failoverMs} ms (lease 2 s)\n`);
+      expect(failoverMs).toBeLessThan(10_000);
+      // h1 comes back: h2 holds the lease, so echo-x stays there; nothing is answered twice.
+      h1 = await startMachine(r1, prefix, 'h1', 'leased');
+      send(50);
+      expect(await waitFor(350, 20_000)).toBe(350);
+      await new Promise((r) => setTimeout(r, 1_000)); // a duplicate would show up by now
+      const got = await replies(t);
+      const byRequest = new Map<string, number>();
+      for (const r of got) byRequest.set(r.in_reply_to!, (byRequest.get(r.in_reply_to!) ?? 0) + 1);
+      expect(got.length).toBe(requests.length);
+      expect([...byRequest.values()].every((n) => n === 1)).toBe(true);
+      expect(new Set(byRequest.keys())).toEqual(new Set(requests.map((r) => r.id)));
+      const link = t.agent('echo-x');
+      const at = await link.restore();
+      expect(at.context.handled).toBe(requests.length);
+      expect((at.context.brainState as { echoed: number }).echoed).toBe(requests.length);
+      link.close();
+      const log2 = fs.readFileSync(path.join(r2, 'log.jsonl'), 'utf8');
+      expect(log2).toMatch(/"type":"cluster\.lease-acquired","agent":"echo-x","host":"h2"/);
     } finally {
       t.close();
       for (const m of [h1, h2]) m.child.kill('SIGTERM');

@@ -106,7 +106,7 @@ export const AgentConfigSchema = z
     host: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/).optional(),
     /** This agent's turn deadline in ms (default: supervisor.turnTimeoutMs). */
     turnTimeoutMs: positiveInt.optional(),
-    /** Cluster mode: the machine (its `cluster.host`) this agent runs on. */
+    /** Cluster mode: the machine (its `cluster.host`) this agent runs on; absent, it runs wherever it holds the lease. */
     runsOn: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/).optional(),
   })
   .strict();
@@ -122,6 +122,11 @@ export const ClusterSchema = z
     prefix: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/).default('hive'),
     /** Replicas of each stream (3 on a three-node NATS cluster). */
     replicas: z.number().int().min(1).max(5).default(1),
+    /**
+     * How long a machine holds an unpinned agent's lease without renewing it (ms): when its
+     * machine dies, a survivor takes the agent over this long after the last renewal.
+     */
+    leaseMs: z.number().int().min(1_000).max(300_000).default(5_000),
   })
   .strict();
 
@@ -311,9 +316,6 @@ export const HiveConfigSchema = z
   .strict()
   .superRefine((cfg, ctx) => {
     cfg.agents.forEach((a, i) => {
-      if (cfg.cluster && !a.runsOn) {
-        ctx.addIssue({ code: 'custom', path: ['agents', i, 'runsOn'], message: `the host "${a.id}" runs on (in cluster mode every agent is pinned to a host)` });
-      }
       if (!cfg.cluster && a.runsOn) ctx.addIssue({ code: 'custom', path: ['agents', i, 'runsOn'], message: 'absent outside cluster mode (there is no `cluster` section)' });
     });
     const seen = new Map<string, number>();

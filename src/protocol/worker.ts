@@ -53,6 +53,8 @@ export interface ClusterInit {
   local: string[];
   /** Every agent of the hive, wherever it runs (each has an inbox stream). */
   agents: string[];
+  /** Which machine each configured agent runs on. */
+  placement: Record<string, string>;
 }
 
 export interface WorkerInit {

@@ -17,8 +17,8 @@ import type { DeliveryOutcome } from './inbox-writer.ts';
  * outbox files of its own folder: no commit is routed by two machines.
  */
 export interface ClusterTransportOptions {
-  /** The agents that run on this machine. */
-  local: ReadonlySet<string>;
+  /** The agents that run on this machine now (pinned here, or leased here). */
+  local: { has(id: string): boolean };
   /** Every recipient the hive knows (an inbox stream is made for one that has none yet). */
   isRecipient: (id: string) => boolean;
 }

@@ -55,6 +55,8 @@ export interface JetStreamTransport extends Transport {
   drain(): Promise<void>;
   /** Tells the links of these agents (opened by this instance) there may be work. */
   notify(agents: Iterable<string>): void;
+  /** The connected server's version and the replicas the hive's streams really have. */
+  setup(): Promise<{ serverVersion: string; replicas: number }>;
   /** Calls `listener` with the sender whenever an agent commits (any instance, any machine). */
   onCommit(listener: (agent: string) => void): () => void;
 }
@@ -455,6 +457,11 @@ class JetStreamTransportImpl implements JetStreamTransport {
 
   notify(agents: Iterable<string>): void {
     for (const id of agents) this.links.get(id)?.notify();
+  }
+
+  async setup(): Promise<{ serverVersion: string; replicas: number }> {
+    const out = await this.jsm.streams.info(`${this.prefix}_OUT`);
+    return { serverVersion: this.nc.info?.version ?? 'unknown', replicas: out.config.num_replicas ?? 1 };
   }
 
   onCommit(listener: (agent: string) => void): () => void {

@@ -10,11 +10,17 @@ export type HostTransport = Transport & { notify(agents: Iterable<string>): void
  * dead-letter/ for dead letters (src/queue/cluster-transport.ts). The NATS client is loaded
  * only in cluster mode.
  */
-export async function openHostTransport(root: string, cluster: ClusterInit | undefined, options: FsTransportOptions & { isRecipient?: (id: string) => boolean } = {}): Promise<HostTransport> {
+export async function openHostTransport(
+  root: string,
+  cluster: ClusterInit | undefined,
+  options: FsTransportOptions & { isRecipient?: (id: string) => boolean; isLocal?: (id: string) => boolean } = {},
+): Promise<HostTransport> {
   const files = createFsTransport(root, options);
   if (!cluster) return files;
   const [{ createJetStreamTransport }, { createClusterTransport }] = await Promise.all([import('./jetstream-transport.ts'), import('./cluster-transport.ts')]);
   const js = await createJetStreamTransport({ servers: cluster.servers, prefix: cluster.prefix, replicas: cluster.replicas, sharedInboxes: true });
   const known = new Set(cluster.agents);
-  return Object.assign(createClusterTransport(js, files, { local: new Set(cluster.local), isRecipient: options.isRecipient ?? ((id) => known.has(id)) }), { jetstream: js });
+  const pinned = new Set(cluster.local);
+  const local = { has: options.isLocal ?? ((id: string) => pinned.has(id)) };
+  return Object.assign(createClusterTransport(js, files, { local, isRecipient: options.isRecipient ?? ((id) => known.has(id)) }), { jetstream: js });
 }

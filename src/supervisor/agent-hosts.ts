@@ -148,6 +148,19 @@ export class AgentHosts {
     this.ctx.events.emit('spawned', { agent: entry.id, host: hostId });
   }
 
+  /**
+   * Cluster mode: this machine took an unpinned agent's lease (src/supervisor/leases.ts):
+   * start it here, from its last commit. A no-op when it runs here already.
+   */
+  async startLeased(id: string): Promise<void> {
+    const r = this.records.get(id);
+    if (!r) throw new HiveError('E_UNKNOWN_AGENT', `No agent "${id}" in ${this.ctx.root}`);
+    if (r.hostId) return;
+    // Stopped here when the lease went elsewhere earlier: it runs again now.
+    const entry = r.entry.status === 'stopped' ? { ...r.entry, status: 'active' as const } : r.entry;
+    await this.add(entry, r.brain, undefined);
+  }
+
   /** Stops an agent's actor (its worker too, when it was the last agent in it). */
   async remove(id: string): Promise<void> {
     const record = this.records.get(id);
@@ -162,6 +175,7 @@ export class AgentHosts {
         this.members.delete(hostId);
         this.hosts.delete(hostId);
         await host?.stop();
+        await this.router.updateHost(hostId, []);
       } else {
         this.members.set(hostId, members);
         await host?.handle?.call((api) => api.stopActor(id, this.ctx.config.supervisor.stopGraceMs));

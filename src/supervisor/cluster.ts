@@ -18,15 +18,39 @@ export function clusterInitOf(config: HiveConfig): { cluster?: ClusterInit } {
       host: c.host,
       local: config.agents.filter((a) => a.runsOn === c.host).map((a) => a.id),
       agents: [...new Set([...agents, GOD_ID])],
+      placement: Object.fromEntries(config.agents.map((a) => [a.id, a.runsOn ?? 'leased'])),
     },
   };
 }
 
-/** True when the agent runs on this machine: always outside cluster mode. */
+/**
+ * True when the agent is pinned to this machine (always outside cluster mode). An unpinned
+ * agent of a cluster runs where its lease is held (src/supervisor/leases.ts), so not from
+ * the start.
+ */
 export function runsHere(config: HiveConfig, agentId: string): boolean {
   const c = config.cluster;
   if (!c) return true;
   const a = config.agents.find((x) => x.id === agentId);
   // Not in the config (spawned at run time): it runs where it was spawned.
   return !a || a.runsOn === c.host;
+}
+
+/** The agents of a cluster config that no machine is pinned to: placed by lease. */
+export function leasedAgents(config: HiveConfig): string[] {
+  return config.cluster ? config.agents.filter((a) => !a.runsOn).map((a) => a.id) : [];
+}
+
+/** What `cluster.json` holds (written by the router of a cluster machine at start). */
+export interface ClusterFile {
+  host: string;
+  servers: string[];
+  prefix: string;
+  local: string[];
+  placement: Record<string, string>;
+  serverVersion: string;
+  replicas: number;
+  survives: string[];
+  warnings: string[];
+  checked_at: string;
 }

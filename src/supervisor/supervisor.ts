@@ -1,3 +1,5 @@
+import { LeaseKeeper } from './leases.ts';
+import { leasedAgents } from './cluster.ts';
 import fs from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import type { ActorContextSummary, WorkerEvent, WorkerInit } from '../protocol/worker.ts';
@@ -147,6 +149,17 @@ export class Supervisor {
       this.agents.startWatchdog();
       await this.router.start(routerBooting);
       phase('router');
+      // Cluster mode: the unpinned agents run where their lease is held; the ones this
+      // machine can take start now, the others when their machine stops renewing.
+      const leased = leasedAgents(this.config);
+      if (this.config.cluster && leased.length > 0) {
+        this.leases = await LeaseKeeper.start(this.config.cluster, leased, {
+          acquired: (id) => this.agents.startLeased(id),
+          lost: (id) => this.agents.remove(id),
+          log: (e) => appendEvent(this.root, e),
+        });
+        phase('leases');
+      }
       // Memory actors start now but do not hold up `ready` (routing does not need them).
       this.memory.start();
       const kicked = sendKickoff(this.root, this.config.kickoff);
@@ -173,6 +186,8 @@ export class Supervisor {
   }
 
   /** Graceful stop: routing stops, each actor finishes (or abandons) its turn, the lock is released. */
+  private leases: LeaseKeeper | null = null;
+
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
@@ -180,6 +195,7 @@ export class Supervisor {
     await this.hooks?.close();
     await this.router.stop();
     await this.agents.stopAll();
+    await this.leases?.stop(); // given back once the agents are stopped: another machine takes them at once
     await this.memory.stop();
     this.ctx.notices.close();
     appendEvent(this.root, { type: 'hive.stopped', pid: process.pid });

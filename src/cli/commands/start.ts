@@ -7,6 +7,8 @@ import { PLANTS, type PlantName, type TestSeams } from '../../testing/seams.ts';
 import { startInspector, type Inspector } from '../../inspector/server.ts';
 import { painter } from '../colour.ts';
 import { terminalLine } from '../terminal.ts';
+import { readClusterFile } from '../../supervisor/cluster-file.ts';
+import type { HiveConfig } from '../../config/schema.ts';
 
 function clock(): string {
   return new Date().toISOString().slice(11, 23);
@@ -33,14 +35,22 @@ function seamsOf(command: Command, args: ParsedArgs): TestSeams {
   return seams;
 }
 
+/** `--host NAME` names this machine in cluster mode (instead of the config's `cluster.host`). */
+function withHost(command: Command, config: HiveConfig, host: string | undefined): HiveConfig {
+  if (host === undefined) return config;
+  if (!config.cluster) throw badArgs(command, `--host names this machine in cluster mode, but ${config.configFile ?? 'the config'} has no cluster section`);
+  if (!/^[a-z0-9][a-z0-9._-]{0,63}$/.test(host)) throw badArgs(command, `expected --host to be a host name (lower-case letters, digits, '.', '_', '-'), got ${JSON.stringify(host)}`);
+  return { ...config, cluster: { ...config.cluster, host } };
+}
+
 export const startCommand: Command = {
   name: 'start',
   summary: 'start the supervisor on a config file and run until Ctrl-C',
-  usage: 'hive start [--config FILE] [--quiet] [--json]   (hive chaos adds --test-fault-ops, --test-plant NAME, --test-fsync-delay-ms N)',
-  options: { config: { type: 'string' }, quiet: { type: 'boolean' }, ...JSON_OPTION, 'test-plant': { type: 'string' }, 'test-fsync-delay-ms': { type: 'string' }, 'test-fault-ops': { type: 'boolean' } },
+  usage: 'hive start [--config FILE] [--host NAME] [--quiet] [--json]   (--host: this machine in cluster mode; hive chaos adds --test-fault-ops, --test-plant NAME, --test-fsync-delay-ms N)',
+  options: { config: { type: 'string' }, host: { type: 'string' }, quiet: { type: 'boolean' }, ...JSON_OPTION, 'test-plant': { type: 'string' }, 'test-fsync-delay-ms': { type: 'string' }, 'test-fault-ops': { type: 'boolean' } },
   async run(args, io) {
     const file = path.resolve(io.cwd, str(args, 'config') ?? 'hive.config.ts');
-    const config = await loadConfig(file);
+    const config = withHost(this, await loadConfig(file), str(args, 'host'));
     const hive = createHive(config, { testing: seamsOf(this, args) });
     const json = args.values.json === true;
     const quiet = args.values.quiet === true;
@@ -78,6 +88,10 @@ export const startCommand: Command = {
         throw err;
       }
     }
+    // What this cluster setup cannot keep (a single NATS copy, a server that flushes periodically).
+    const cluster = config.cluster ? readClusterFile(hive.root) : null;
+    if (cluster && json) emit('cluster', { host: cluster.host, serverVersion: cluster.serverVersion, replicas: cluster.replicas, warnings: cluster.warnings });
+    else if (cluster) for (const w of cluster.warnings) io.err(painter(io.colour?.err ?? false)('yellow', `hive: cluster warning: ${w}\n`));
     const agents = hive.status().filter((s) => s.kind === 'agent').length;
     const seen = inspector ? ` inspector=${inspector.url}` : '';
     if (json) emit('ready', { root: hive.root, agents, pid: process.pid, ...(inspector ? { inspector: inspector.url } : {}) });

@@ -9,6 +9,7 @@ import { readStateFile } from '../../agent/state-store.ts';
 import { offlineMachineState } from '../../agent/machine-state.ts';
 import { JSON_OPTION, ROOT_OPTION, rootOf, type Command } from '../args.ts';
 import { painter, statusColour } from '../colour.ts';
+import { readClusterFile } from '../../supervisor/cluster-file.ts';
 
 /** What the disk says when no supervisor is running. */
 function offlineStatus(root: string): ActorStatus[] {
@@ -74,15 +75,25 @@ export const statusCommand: Command = {
       running = false;
       actors = offlineStatus(root);
     }
+    const cluster = readClusterFile(root);
     if (args.values.json) {
-      io.out(`${JSON.stringify({ root, running, actors }, null, 2)}\n`);
+      io.out(`${JSON.stringify({ root, running, actors, ...(cluster ? { cluster } : {}) }, null, 2)}\n`);
       return 0;
     }
     io.out(`${root}: ${running ? 'running' : 'not running'}\n`);
+    if (cluster) {
+      io.out(`cluster: this machine is ${cluster.host}, on ${cluster.servers.join(', ')} (nats-server ${cluster.serverVersion}, ${cluster.replicas} replica${cluster.replicas === 1 ? '' : 's'}, prefix ${cluster.prefix})\n`);
+      for (const w of cluster.warnings) io.out(`  warning: ${w}\n`);
+    }
     // STATE is the turn loop every agent runs; a machine agent's own state has a column of its own.
     const machines = actors.some((a) => a.machine);
-    const header = ['ACTOR', 'KIND', 'BRAIN', 'STATE', 'STATUS', 'RESTARTS', 'INBOX', 'CURSOR', ...(machines ? ['MACHINE'] : [])];
-    const rows = actors.map((a) => [a.id, a.kind, a.brain, stateText(a), a.status, String(a.restarts), String(a.inboxDepth), String(a.cursor), ...(machines ? [a.machine ?? '-'] : [])]);
+    const runsOn = (a: ActorStatus) => {
+      const where = cluster?.placement[a.id] ?? '-';
+      if (where === 'leased') return a.host ? `${cluster!.host} (here, leased)` : 'leased';
+      return where === cluster?.host ? `${where} (here)` : where;
+    };
+    const header = ['ACTOR', 'KIND', 'BRAIN', 'STATE', 'STATUS', 'RESTARTS', 'INBOX', 'CURSOR', ...(machines ? ['MACHINE'] : []), ...(cluster ? ['RUNS ON'] : [])];
+    const rows = actors.map((a) => [a.id, a.kind, a.brain, stateText(a), a.status, String(a.restarts), String(a.inboxDepth), String(a.cursor), ...(machines ? [a.machine ?? '-'] : []), ...(cluster ? [runsOn(a)] : [])]);
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const paint = painter(io.colour?.out ?? false);
     const cell = (c: string, i: number, row: number) => {

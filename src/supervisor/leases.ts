@@ -1,0 +1,117 @@
+import { errorMessage } from '../errors.ts';
+import type { ClusterConfig } from '../config/schema.ts';
+
+/**
+ * Where unpinned agents of a cluster run (docs/architecture.md, "Cluster mode: leases").
+ * A lease is a key of the KV bucket `<prefix>_leases`, whose entries expire `leaseMs`
+ * after they were written. Every machine tries to create the key of each unpinned agent
+ * (`create` succeeds only when no live entry is there); the one that succeeds runs the
+ * agent and rewrites the key every `leaseMs / 3` with compare-and-set on its revision.
+ * A machine that dies stops rewriting: its entries expire and a survivor's `create`
+ * succeeds. A machine that fails to renew (cut off, or too late) stops the agent. Being
+ * late is safe: the agent's commits are fenced (src/queue/jetstream-transport.ts), so a
+ * stale owner cannot commit after the new one did.
+ */
+export interface LeaseHooks {
+  /** This machine got the agent's lease: start it here. */
+  acquired(agent: string): Promise<void>;
+  /** This machine lost it (another holds it now, or NATS could not be reached in time): stop it. */
+  lost(agent: string, why: string): Promise<void>;
+  log(event: { type: string } & Record<string, unknown>): void;
+}
+
+interface LeaseKv {
+  create(k: string, data: Uint8Array): Promise<number>;
+  update(k: string, data: Uint8Array, version: number): Promise<number>;
+  delete(k: string, opts?: { previousSeq?: number }): Promise<void>;
+}
+
+const enc = new TextEncoder();
+
+export class LeaseKeeper {
+  private readonly held = new Map<string, { revision: number; renewedAt: number }>();
+  private timer: NodeJS.Timeout | null = null;
+  private ticking: Promise<void> | null = null;
+  private stopped = false;
+
+  private constructor(
+    private readonly kv: LeaseKv,
+    private readonly close: () => Promise<void>,
+    private readonly cluster: ClusterConfig,
+    private readonly agents: string[],
+    private readonly hooks: LeaseHooks,
+  ) {}
+
+  /** Connects, takes the leases it can, and keeps them (ticks every `leaseMs / 3`). */
+  static async start(cluster: ClusterConfig, agents: string[], hooks: LeaseHooks): Promise<LeaseKeeper> {
+    const [{ connect }, { Kvm }] = await Promise.all([import('@nats-io/transport-node'), import('@nats-io/kv')]);
+    const nc = await connect({ servers: cluster.servers, name: `hive-${cluster.prefix}-leases-${cluster.host}` });
+    const kv = await new Kvm(nc).create(`${cluster.prefix}_leases`, { ttl: cluster.leaseMs, history: 1, replicas: cluster.replicas });
+    const keeper = new LeaseKeeper(kv, () => nc.close(), cluster, agents, hooks);
+    await keeper.tick();
+    keeper.schedule();
+    return keeper;
+  }
+
+  /** The agents whose leases this machine holds. */
+  holding(): string[] {
+    return [...this.held.keys()];
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.ticking = this.tick().finally(() => this.schedule());
+    }, Math.max(200, Math.floor(this.cluster.leaseMs / 3)));
+    this.timer.unref();
+  }
+
+  private value(): Uint8Array {
+    return enc.encode(JSON.stringify({ host: this.cluster.host, pid: process.pid, at: new Date().toISOString() }));
+  }
+
+  private async tick(): Promise<void> {
+    for (const agent of this.agents) {
+      if (this.stopped) return;
+      const key = agent.replaceAll('.', '=');
+      const mine = this.held.get(agent);
+      if (mine) {
+        try {
+          mine.revision = await this.kv.update(key, this.value(), mine.revision);
+          mine.renewedAt = Date.now();
+        } catch (err) {
+          // Too late or cut off: another machine may hold it now. Stop it here.
+          this.held.delete(agent);
+          this.hooks.log({ type: 'cluster.lease-lost', agent, host: this.cluster.host, error: errorMessage(err) });
+          await this.hooks.lost(agent, errorMessage(err)).catch(() => undefined);
+        }
+        continue;
+      }
+      let revision: number;
+      try {
+        revision = await this.kv.create(key, this.value());
+      } catch {
+        continue; // held by a live machine
+      }
+      this.held.set(agent, { revision, renewedAt: Date.now() });
+      this.hooks.log({ type: 'cluster.lease-acquired', agent, host: this.cluster.host });
+      try {
+        await this.hooks.acquired(agent);
+      } catch (err) {
+        this.hooks.log({ type: 'cluster.lease-start-failed', agent, host: this.cluster.host, error: errorMessage(err) });
+      }
+    }
+  }
+
+  /** Stops renewing and gives the leases back, so another machine takes them at once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.ticking?.catch(() => undefined);
+    for (const [agent, { revision }] of this.held) {
+      await this.kv.delete(agent.replaceAll('.', '='), { previousSeq: revision }).catch(() => undefined);
+    }
+    this.held.clear();
+    await this.close().catch(() => undefined);
+  }
+}
