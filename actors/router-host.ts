@@ -16,6 +16,7 @@ import { openHostTransport } from '../src/queue/open-transport.ts';
 import type { JetStreamTransport } from '../src/queue/jetstream-transport.ts';
 import { durabilityOf } from '../src/queue/cluster-durability.ts';
 import type { ClusterFile } from '../src/supervisor/cluster.ts';
+import { clusterFilePath } from '../src/supervisor/cluster-file.ts';
 import { writeJsonAtomic } from '../src/fs/atomic.ts';
 import { routeOnce } from '../src/router/route.ts';
 import { trimDeferred } from '../src/fs/capped.ts';
@@ -193,7 +194,7 @@ function resumed(): void {
 async function reportDurability(js: JetStreamTransport, cluster: NonNullable<typeof init.cluster>): Promise<void> {
   const setup = await js.setup();
   const report = durabilityOf(setup.serverVersion, setup.replicas);
-  writeJsonAtomic(hivePaths(init.root).cluster, { host: cluster.host, servers: cluster.servers, prefix: cluster.prefix, local: cluster.local, placement: cluster.placement, ...report, checked_at: new Date().toISOString() } satisfies ClusterFile);
+  writeJsonAtomic(clusterFilePath(init.root), { host: cluster.host, servers: cluster.servers, prefix: cluster.prefix, local: cluster.local, placement: cluster.placement, ...report, checked_at: new Date().toISOString() } satisfies ClusterFile);
   appendEvent(init.root, { type: 'cluster.durability', host: cluster.host, server_version: report.serverVersion, replicas: report.replicas, warnings: report.warnings });
 }
 

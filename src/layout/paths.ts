@@ -42,8 +42,6 @@ function buildHivePaths(root: string) {
     snapshots: path.join(r, 'snapshots.json'),
     sessions: path.join(r, 'sessions.json'),
     hooksSock: path.join(r, 'hooks.sock'),
-    /** Cluster mode: this machine, its NATS servers and what the setup can promise (written by the router). */
-    cluster: path.join(r, 'cluster.json'),
   });
 }
 

@@ -99,7 +99,8 @@ export async function createJetStreamTransport(options: JetStreamTransportOption
   if (!PREFIX_PATTERN.test(options.prefix)) throw new HiveError('E_BAD_CONFIG', `JetStream prefix "${options.prefix}" must be 1–32 letters, digits, "_" or "-"`);
   let nc: NatsConnection;
   try {
-    nc = await connect({ servers: options.servers, name: `hive-${options.prefix}` });
+    // Never gives up on the servers: a machine cut off for a while reconnects when the link heals.
+    nc = await connect({ servers: options.servers, name: `hive-${options.prefix}`, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
   } catch (err) {
     throw new HiveError('E_UNAVAILABLE', `Cannot connect to NATS at ${options.servers.join(', ')}: ${errorMessage(err)}`, { cause: err });
   }
@@ -108,11 +109,26 @@ export async function createJetStreamTransport(options: JetStreamTransportOption
   const replicas = options.replicas ?? 1;
   const p = options.prefix;
   const out = `${p}_OUT`;
-  await addStream(jsm, { name: out, subjects: [`${p}.send.>`, `${p}.commit.>`], num_replicas: replicas, storage: StorageType.File, allow_direct: true });
+  // A cluster of servers that has just started has no JetStream leader for a moment: tried again.
+  await whileStarting(() => addStream(jsm, { name: out, subjects: [`${p}.send.>`, `${p}.commit.>`], num_replicas: replicas, storage: StorageType.File, allow_direct: true }));
   const kvm = new Kvm(nc);
-  const routedKv = await kvm.create(`${p}_routed`, { replicas, history: 1 });
-  const deadKv = await kvm.create(`${p}_dead`, { replicas, history: 1 });
+  const routedKv = await whileStarting(() => kvm.create(`${p}_routed`, { replicas, history: 1 }));
+  const deadKv = await whileStarting(() => kvm.create(`${p}_dead`, { replicas, history: 1 }));
   return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, p, replicas, options.duplicateWindowMs, options.sharedInboxes ?? false);
+}
+
+/** Runs `step` again while JetStream says it is not ready yet (a cluster electing its leader), up to 30 s. */
+export async function whileStarting<T>(step: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await step();
+    } catch (err) {
+      const m = errorMessage(err);
+      if (Date.now() > deadline || !/temporarily unavailable|insufficient resources|no suitable peers|timeout|no responders|503/i.test(m)) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
 }
 
 async function addStream(jsm: JetStreamManager, config: Parameters<JetStreamManager['streams']['add']>[0]): Promise<void> {
@@ -166,14 +182,14 @@ class JetStreamTransportImpl implements JetStreamTransport {
   }
 
   async ensureAgent(id: string): Promise<void> {
-    await addStream(this.jsm, {
+    await whileStarting(() => addStream(this.jsm, {
       name: this.inboxStream(id),
       subjects: [this.inboxSubject(id)],
       num_replicas: this.replicas,
       storage: StorageType.File,
       allow_direct: true,
       ...(this.duplicateWindowMs !== undefined ? { duplicate_window: this.duplicateWindowMs * 1_000_000 } : {}),
-    });
+    }));
   }
 
   // ---- ingress and routing -------------------------------------------------------------

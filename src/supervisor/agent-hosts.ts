@@ -1,4 +1,3 @@
-import { clusterInitOf, runsHere } from './cluster.ts';
 import type { ActorInfo, AgentHostApi, ActorContextSummary, BrainLoadFailure, HostedAgentSpec, WorkerEvent } from '../protocol/worker.ts';
 import { brainPreflight, reportConfigFailure } from './config-failure.ts';
 import { BrainSchema, type BrainSpec } from '../config/schema.ts';
@@ -19,7 +18,7 @@ import { superviseWorker } from './supervise.ts';
 import type { LinkableHost, RouterChild } from './router-child.ts';
 import { WakeCoalescer } from './wake.ts';
 import type { ActorStatus, HostStatus } from './status.ts';
-import { agentRow, agentSettingsOf, hostedSpecOf } from './agent-record.ts';
+import { agentRow, agentSettingsOf, clusterInitOf, hostedSpecOf } from './agent-record.ts';
 
 export type { AgentRecord } from './agent-record.ts';
 import type { AgentRecord } from './agent-record.ts';
@@ -64,13 +63,12 @@ export class AgentHosts {
   }
 
   /**
-   * Places the runnable agents (`hostOf`: the pools the config names) and starts their
-   * workers. An agent whose brain cannot be started is not (see `configFailed`); the
-   * returned `failed` names each, with the reason (found before its worker, or by it).
+   * Places the runnable agents that run `here` (`hostOf`: the pools the config names) and
+   * starts their workers. An agent whose brain cannot be started is not (`configFailed`);
+   * the returned `failed` names each, with the reason (found before its worker, or by it).
    */
-  async startAll(hostOf: Map<string, string | undefined>): Promise<{ running: number; failed: BrainLoadFailure[] }> {
-    // In cluster mode only the agents pinned to this machine run here.
-    const tried = [...this.records.values()].filter((x) => isRunnable(x.entry, x.brain) && runsHere(this.ctx.config, x.entry.id));
+  async startAll(hostOf: Map<string, string | undefined>, here: (id: string) => boolean = () => true): Promise<{ running: number; failed: BrainLoadFailure[] }> {
+    const tried = [...this.records.values()].filter((x) => isRunnable(x.entry, x.brain) && here(x.entry.id));
     const runnable: AgentRecord[] = [];
     for (const r of tried) {
       const problem = await brainPreflight(r.brain);
@@ -148,19 +146,6 @@ export class AgentHosts {
     this.ctx.events.emit('spawned', { agent: entry.id, host: hostId });
   }
 
-  /**
-   * Cluster mode: this machine took an unpinned agent's lease (src/supervisor/leases.ts):
-   * start it here, from its last commit. A no-op when it runs here already.
-   */
-  async startLeased(id: string): Promise<void> {
-    const r = this.records.get(id);
-    if (!r) throw new HiveError('E_UNKNOWN_AGENT', `No agent "${id}" in ${this.ctx.root}`);
-    if (r.hostId) return;
-    // Stopped here when the lease went elsewhere earlier: it runs again now.
-    const entry = r.entry.status === 'stopped' ? { ...r.entry, status: 'active' as const } : r.entry;
-    await this.add(entry, r.brain, undefined);
-  }
-
   /** Stops an agent's actor (its worker too, when it was the last agent in it). */
   async remove(id: string): Promise<void> {
     const record = this.records.get(id);
@@ -174,8 +159,7 @@ export class AgentHosts {
       if (members.length === 0) {
         this.members.delete(hostId);
         this.hosts.delete(hostId);
-        await host?.stop();
-        await this.router.updateHost(hostId, []);
+        await Promise.all([host?.stop(), this.router.updateHost(hostId, [])]); // the router stops routing for it here
       } else {
         this.members.set(hostId, members);
         await host?.handle?.call((api) => api.stopActor(id, this.ctx.config.supervisor.stopGraceMs));

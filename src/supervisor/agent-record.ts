@@ -1,3 +1,4 @@
+export { clusterInitOf } from './cluster.ts';
 import type { ActorContextSummary, AgentSettings, HostedAgentSpec } from '../protocol/worker.ts';
 import type { BrainSpec, HiveConfig } from '../config/schema.ts';
 import type { RegistryEntry } from '../registry/registry.ts';

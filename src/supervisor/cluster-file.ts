@@ -1,11 +1,17 @@
+import path from 'node:path';
 import { hivePaths } from '../layout/paths.ts';
 import { readJsonFile } from '../fs/atomic.ts';
 import type { ClusterFile } from './cluster.ts';
 
+/** Cluster mode: this machine, its NATS servers and what the setup can promise (written by its router at start). */
+export function clusterFilePath(root: string): string {
+  return path.join(hivePaths(root).root, 'cluster.json');
+}
+
 /** This machine's `cluster.json` (null outside cluster mode, or before its router first ran). */
 export function readClusterFile(root: string): ClusterFile | null {
   try {
-    const data = readJsonFile<ClusterFile>(hivePaths(root).cluster);
+    const data = readJsonFile<ClusterFile>(clusterFilePath(root));
     return data && typeof data.host === 'string' && Array.isArray(data.warnings) ? data : null;
   } catch {
     return null;

@@ -1,5 +1,5 @@
 import { LeaseKeeper } from './leases.ts';
-import { leasedAgents } from './cluster.ts';
+import { leasedAgents, runsHere } from './cluster.ts';
 import fs from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import type { ActorContextSummary, WorkerEvent, WorkerInit } from '../protocol/worker.ts';
@@ -134,7 +134,8 @@ export class Supervisor {
       routerBooting.catch(() => undefined); // its start (or close) takes the error
       let running: number;
       try {
-        const started = await this.agents.startAll(new Map(this.config.agents.map((a) => [a.id, a.host])));
+        // In cluster mode only the agents pinned to this machine start here (src/supervisor/cluster.ts).
+        const started = await this.agents.startAll(new Map(this.config.agents.map((a) => [a.id, a.host])), (id) => runsHere(this.config, id));
         running = started.running;
         // A mistake in the config is reported by start() (the hive does not run with it);
         // an agent spawned at run time whose brain is gone is only marked failed.
@@ -154,7 +155,7 @@ export class Supervisor {
       const leased = leasedAgents(this.config);
       if (this.config.cluster && leased.length > 0) {
         this.leases = await LeaseKeeper.start(this.config.cluster, leased, {
-          acquired: (id) => this.agents.startLeased(id),
+          acquired: (id) => this.startLeased(id),
           lost: (id) => this.agents.remove(id),
           log: (e) => appendEvent(this.root, e),
         });
@@ -187,6 +188,15 @@ export class Supervisor {
 
   /** Graceful stop: routing stops, each actor finishes (or abandons) its turn, the lock is released. */
   private leases: LeaseKeeper | null = null;
+
+  /** Cluster mode: this machine took an unpinned agent's lease: it starts here from its last commit. */
+  private async startLeased(id: string): Promise<void> {
+    const r = this.agents.get(id);
+    if (!r) throw new HiveError('E_UNKNOWN_AGENT', `No agent "${id}" in ${this.root}`);
+    if (r.hostId) return; // runs here already
+    // Stopped here when its lease went elsewhere earlier: it runs again now.
+    await this.agents.add(r.entry.status === 'stopped' ? { ...r.entry, status: 'active' } : r.entry, r.brain, undefined);
+  }
 
   async close(): Promise<void> {
     if (this.closing) return;

@@ -1,0 +1,265 @@
+// npm run bench:cluster — one hive over two machines on NATS JetStream beside the same
+// workload on one machine's filesystem transport, in one run, interleaved. Workload: 8 echo
+// agents and one client; on the cluster echo-0..3 and the client run on h1 and echo-4..7 on
+// h2 (two supervisors on loopback, one nats-server), so half of the requests and replies
+// cross machines. Each round, for each system in turn: a backlog of BENCH_REQUESTS requests
+// sent at once (pairs/s, CPU ms per pair of every process involved), then BENCH_SAMPLES
+// round trips with one request in flight (cross-machine ones reported apart). Then the
+// failover time: the machine holding an agent's lease is SIGKILLed and a probe request is
+// sent every 50 ms until one is answered. Every system is checked for exactly-once. JSON out.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { connect } from '@nats-io/transport-node';
+import { median, round, summarize } from './bench/stats.ts';
+import { checkCounts, type Peer, type PeerCheck } from './bench/peers/peer.ts';
+import { startHivePeer } from './bench/peers/hive.ts';
+import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
+import { writeOutboxAsync } from '../src/queue/outbox.ts';
+import { createJetStreamTransport } from '../src/queue/jetstream-transport.ts';
+import { natsUnavailable, startNatsServer, type NatsServer } from '../test/helpers/nats-server.ts';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const FIXTURE = path.join(REPO, 'test', 'fixtures', 'cluster-host.ts');
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2_000);
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+const AGENTS = Array.from({ length: 8 }, (_, i) => `echo-${i}`);
+const REMOTE = new Set(AGENTS.slice(4)); // on h2, the client on h1
+const base = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'hive-bench-cluster-'));
+const progress = (what: string) => process.stderr.write(`bench:cluster: ${what}\n`);
+
+const missing = natsUnavailable();
+if (missing) {
+  process.stdout.write(`${JSON.stringify({ benchmark: 'cluster', skipped: missing }, null, 2)}\n`);
+  process.exit(0);
+}
+
+function cpuMs(pids: number[]): number {
+  const self = process.cpuUsage();
+  let ms = (self.user + self.system) / 1000;
+  for (const pid of pids) {
+    try {
+      const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ms += ((Number(fields[11]) + Number(fields[12])) / 100) * 1000;
+    } catch {
+      // gone (the failover phase kills one)
+    }
+  }
+  return ms;
+}
+
+interface Machine {
+  child: ChildProcess;
+  exited: Promise<void>;
+}
+
+function startMachine(root: string, url: string, prefix: string, host: string, mode: string): Promise<Machine> {
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, root, url, prefix, host, mode], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let err = '';
+  child.stderr!.on('data', (d) => (err = (err + String(d)).slice(-4000)));
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (d) => String(d).includes('ready ') && resolve({ child, exited }));
+    void exited.then(() => reject(new Error(`${host} exited before ready: ${err}`)));
+  });
+}
+
+/** The cluster as a peer: requests written into h1's outbox folder, replies seen on the client's inbox subject. */
+async function startClusterPeer(server: NatsServer): Promise<Peer & { machines: Machine[] }> {
+  const prefix = `bench${process.pid}`;
+  const [r1, r2] = [path.join(base, 'h1'), path.join(base, 'h2')];
+  const machines = [await startMachine(r1, server.url, prefix, 'h1', 'bench'), await startMachine(r2, server.url, prefix, 'h2', 'bench')];
+  const nc = await connect({ servers: [server.url] });
+  const listeners = new Set<(ids: string[]) => void>();
+  nc.subscribe(`${prefix}.inbox.client`, {
+    callback: (_e, m) => {
+      const reply = m.json<HiveMessage>().in_reply_to;
+      if (reply) for (const l of listeners) l([reply]);
+    },
+  });
+  return {
+    name: 'cluster',
+    machines,
+    serverPids: [...machines.map((m) => m.child.pid!), server.process.pid!],
+    async send(requests) {
+      await writeOutboxAsync(r1, requests.map((r) => createMessage({ id: r.id, from: 'client', to: r.to, act: 'request', body: r.body })));
+    },
+    onReplies(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    async check(requestIds): Promise<PeerCheck> {
+      const t = await createJetStreamTransport({ servers: [server.url], prefix });
+      const counts = new Map<string, number>();
+      for (const e of await t.read('client', 0)) if (e.message.in_reply_to) counts.set(e.message.in_reply_to, (counts.get(e.message.in_reply_to) ?? 0) + 1);
+      let handled = 0;
+      for (const a of AGENTS) {
+        const link = t.agent(a);
+        handled += (await link.restore()).context.handled;
+        link.close();
+      }
+      t.close();
+      return checkCounts(requestIds, counts, handled);
+    },
+    async close() {
+      await nc.close();
+      for (const m of machines) m.child.kill('SIGTERM');
+      await Promise.all(machines.map((m) => m.exited));
+    },
+  };
+}
+
+const sent: Record<string, string[]> = {};
+function requests(peer: Peer, n: number, tag: string, to?: string) {
+  const out = Array.from({ length: n }, (_, i) => ({ id: `${tag}-${i}-${randomUUID().slice(0, 8)}`, to: to ?? AGENTS[i % AGENTS.length]!, body: `${tag} ${i}` }));
+  (sent[peer.name] ??= []).push(...out.map((r) => r.id));
+  return out;
+}
+
+async function backlog(peer: Peer, n: number, tag: string): Promise<{ pairsPerSecond: number; cpuMsPerPair: number }> {
+  const batch = requests(peer, n, tag);
+  const waiting = new Set(batch.map((r) => r.id));
+  const done = new Promise<void>((resolve) => {
+    const off = peer.onReplies((ids) => {
+      for (const id of ids) waiting.delete(id);
+      if (waiting.size === 0) {
+        off();
+        resolve();
+      }
+    });
+  });
+  const cpu0 = cpuMs(peer.serverPids ?? []);
+  const t0 = performance.now();
+  progress(`${peer.name}: backlog ${tag} (${n} requests)`);
+  await peer.send(batch);
+  await done;
+  const elapsed = performance.now() - t0;
+  return { pairsPerSecond: (n / elapsed) * 1000, cpuMsPerPair: (cpuMs(peer.serverPids ?? []) - cpu0) / n };
+}
+
+async function roundTrip(peer: Peer, to: string, tag: string): Promise<number> {
+  const [r] = requests(peer, 1, tag, to);
+  const replied = new Promise<void>((resolve) => {
+    const off = peer.onReplies((ids) => {
+      if (ids.includes(r!.id)) {
+        off();
+        resolve();
+      }
+    });
+  });
+  const t0 = performance.now();
+  await peer.send([r!]);
+  await replied;
+  return performance.now() - t0;
+}
+
+async function roundTrips(peer: Peer, n: number, tag: string): Promise<{ local: number[]; remote: number[] }> {
+  const out = { local: [] as number[], remote: [] as number[] };
+  progress(`${peer.name}: ${n} round trips ${tag}`);
+  for (let i = 0; i < n; i++) {
+    const to = AGENTS[i % AGENTS.length]!;
+    (REMOTE.has(to) ? out.remote : out.local).push(await roundTrip(peer, to, `${tag}-${i}`));
+    await new Promise((res) => setTimeout(res, 2));
+  }
+  return out;
+}
+
+/** The lease holder of echo-x SIGKILLed: ms until a probe sent every 50 ms is answered. */
+async function failover(server: NatsServer): Promise<{ ms: number; answeredOnce: boolean }> {
+  const prefix = `fail${process.pid}`;
+  const [r1, r2] = [path.join(base, 'f1'), path.join(base, 'f2')];
+  const h1 = await startMachine(r1, server.url, prefix, 'h1', 'leased'); // takes echo-x's lease
+  const h2 = await startMachine(r2, server.url, prefix, 'h2', 'leased'); // the client runs here
+  const nc = await connect({ servers: [server.url] });
+  const answered = new Map<string, number>();
+  nc.subscribe(`${prefix}.inbox.client`, { callback: (_e, m) => {
+    const id = m.json<HiveMessage>().in_reply_to;
+    if (id) answered.set(id, (answered.get(id) ?? 0) + 1);
+  } });
+  const probes: string[] = [];
+  const probe = async () => {
+    const m = createMessage({ from: 'client', to: 'echo-x', act: 'request', body: 'probe' });
+    probes.push(m.id);
+    await writeOutboxAsync(r2, [m]);
+    return m.id;
+  };
+  const first = await probe();
+  while (!answered.has(first)) await new Promise((r) => setTimeout(r, 20));
+  progress('failover: SIGKILL of the lease holder');
+  const killedAt = performance.now();
+  h1.child.kill('SIGKILL');
+  let ms = -1;
+  for (;;) {
+    const id = await probe();
+    const until = performance.now() + 50;
+    while (performance.now() < until && !answered.has(id)) await new Promise((r) => setTimeout(r, 5));
+    if (answered.has(id)) {
+      ms = performance.now() - killedAt;
+      break;
+    }
+    if (performance.now() - killedAt > 60_000) break;
+  }
+  await new Promise((r) => setTimeout(r, 3_000)); // the probes sent meanwhile are answered too
+  const answeredOnce = probes.every((id) => answered.get(id) === 1);
+  await nc.close();
+  h2.child.kill('SIGTERM');
+  await Promise.all([h1.exited, h2.exited]);
+  return { ms, answeredOnce };
+}
+
+const server = await startNatsServer({ storeDir: path.join(base, 'nats') });
+const peers: Peer[] = [await startHivePeer(path.join(base, 'fs'), AGENTS), await startClusterPeer(server)];
+for (const p of peers) {
+  await backlog(p, REQUESTS, 'warm');
+  await roundTrips(p, 40, 'warm-rtt');
+}
+const results: Record<string, { pairs: number[]; cpu: number[]; local: number[]; remote: number[] }> = {};
+for (let r = 0; r < ROUNDS; r++) {
+  const order = peers.map((_, i) => peers[(i + r) % peers.length]!);
+  for (const p of order) {
+    const res = (results[p.name] ??= { pairs: [], cpu: [], local: [], remote: [] });
+    const b = await backlog(p, REQUESTS, `r${r}`);
+    res.pairs.push(b.pairsPerSecond);
+    res.cpu.push(b.cpuMsPerPair);
+    const t = await roundTrips(p, SAMPLES, `r${r}-rtt`);
+    res.local.push(...t.local);
+    res.remote.push(...t.remote);
+  }
+}
+const checks: Record<string, PeerCheck> = {};
+for (const p of peers) {
+  await new Promise((res) => setTimeout(res, 300));
+  checks[p.name] = await p.check(sent[p.name] ?? []);
+}
+for (const p of peers) await p.close();
+const fail = await failover(server);
+await server.stop();
+
+const systems = Object.fromEntries(
+  Object.entries(results).map(([name, r]) => [
+    name,
+    {
+      pairsPerSecond: { median: round(median(r.pairs), 0), rounds: r.pairs.map((x) => round(x, 0)) },
+      cpuMsPerPair: round(median(r.cpu), 3),
+      roundTripMs: name === 'cluster' ? { sameMachine: summarize(r.local), crossMachine: summarize(r.remote) } : { all: summarize([...r.local, ...r.remote]) },
+      exactlyOnce: checks[name],
+    },
+  ]),
+);
+const result = {
+  benchmark: 'cluster',
+  machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version },
+  setup: 'cluster: two supervisors on loopback (h1: client + echo-0..3, h2: echo-4..7), one nats-server (JetStream file store, R1); fs: one supervisor, 8 echo agents',
+  workload: { agents: AGENTS.length, backlogRequests: REQUESTS, roundTripSamplesPerRound: SAMPLES, rounds: ROUNDS },
+  systems,
+  failover: { leaseMs: 2_000, killedToAnsweringMs: round(fail.ms, 0), everyProbeAnsweredOnce: fail.answeredOnce },
+  targets: { crossMachineP50Ms: 5, pairsPerSecond: 500, failoverMs: 10_000 },
+  allExactlyOnce: Object.values(checks).every((c) => c.exactlyOnce) && fail.answeredOnce,
+};
+process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+fs.rmSync(base, { recursive: true, force: true });
+if (!result.allExactlyOnce) process.exitCode = 1;

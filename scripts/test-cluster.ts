@@ -1,0 +1,215 @@
+// npm run test:cluster — one hive over three machines, each in its own network namespace
+// (ip netns, a veth pair into a bridge): a three-node nats-server cluster with R3 streams
+// and a supervisor per machine. Six echo agents are placed by lease; the client runs on h1.
+// While BENCH-free load runs (TEST_CLUSTER_REQUESTS requests, default 2,000):
+//   1. h3's supervisor and its nats-server are SIGKILLed: its agents resume on h1 and h2;
+//      then h3 comes back (nats-server and supervisor) and rejoins;
+//   2. h2 is cut off (its link down) for 8 s and healed.
+// Invariants: every request answered exactly once (0 lost, 0 duplicated); each agent's last
+// commit counts exactly the requests sent to it; nothing arrives twice after the returns.
+// Needs root (network namespaces) and nats-server; prints a JSON report, exit 1 on a breach.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
+import { writeOutboxAsync } from '../src/queue/outbox.ts';
+import { createJetStreamTransport } from '../src/queue/jetstream-transport.ts';
+import { natsUnavailable } from '../test/helpers/nats-server.ts';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const FIXTURE = path.join(REPO, 'test', 'fixtures', 'cluster-host.ts');
+const REQUESTS = Number(process.env.TEST_CLUSTER_REQUESTS ?? 2_000);
+const AGENTS = Array.from({ length: 6 }, (_, i) => `echo-${i}`);
+const HOSTS = ['h1', 'h2', 'h3'] as const;
+const tag = `hv${process.pid % 10_000}`;
+const base = fs.mkdtempSync(path.join(os.tmpdir(), 'hive-test-cluster-'));
+const ipOf = (h: string) => `10.77.${process.pid % 200}.${HOSTS.indexOf(h as (typeof HOSTS)[number]) + 1}`;
+const bridgeIp = `10.77.${process.pid % 200}.254`;
+const ns = (h: string) => `${tag}-${h}`;
+const log = (what: string) => process.stderr.write(`test:cluster: ${what}\n`);
+
+function sh(cmd: string, args: string[]): void {
+  execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+function skip(why: string): never {
+  process.stdout.write(`${JSON.stringify({ test: 'cluster', skipped: why }, null, 2)}\n`);
+  process.exit(0);
+}
+
+if (natsUnavailable()) skip(natsUnavailable()!);
+if (process.getuid?.() !== 0) skip('network namespaces need root');
+
+// ---- the network: a bridge in this namespace, a namespace per machine --------------------
+const bridge = `${tag}br`;
+function setUpNetwork(): void {
+  sh('ip', ['link', 'add', bridge, 'type', 'bridge']);
+  sh('ip', ['addr', 'add', `${bridgeIp}/24`, 'dev', bridge]);
+  sh('ip', ['link', 'set', bridge, 'up']);
+  for (const h of HOSTS) {
+    sh('ip', ['netns', 'add', ns(h)]);
+    sh('ip', ['link', 'add', `${tag}${h}`, 'type', 'veth', 'peer', 'name', `${tag}${h}p`]);
+    sh('ip', ['link', 'set', `${tag}${h}p`, 'netns', ns(h)]);
+    sh('ip', ['netns', 'exec', ns(h), 'ip', 'link', 'set', `${tag}${h}p`, 'name', 'eth0']);
+    sh('ip', ['netns', 'exec', ns(h), 'ip', 'addr', 'add', `${ipOf(h)}/24`, 'dev', 'eth0']);
+    sh('ip', ['netns', 'exec', ns(h), 'ip', 'link', 'set', 'eth0', 'up']);
+    sh('ip', ['netns', 'exec', ns(h), 'ip', 'link', 'set', 'lo', 'up']);
+    sh('ip', ['link', 'set', `${tag}${h}`, 'master', bridge]);
+    sh('ip', ['link', 'set', `${tag}${h}`, 'up']);
+  }
+}
+
+function tearDownNetwork(): void {
+  for (const h of HOSTS) {
+    try {
+      sh('ip', ['netns', 'del', ns(h)]);
+    } catch {
+      // not there
+    }
+  }
+  try {
+    sh('ip', ['link', 'del', bridge]);
+  } catch {
+    // not there
+  }
+}
+
+// ---- the processes of each machine -----------------------------------------------------
+const children = new Set<ChildProcess>();
+function inNs(h: string, cmd: string, args: string[], onLine?: (line: string) => void): { child: ChildProcess; exited: Promise<void>; stderr: () => string } {
+  const child = spawn('ip', ['netns', 'exec', ns(h), cmd, ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let err = '';
+  child.stderr!.on('data', (d) => (err = (err + String(d)).slice(-8000)));
+  let buf = '';
+  child.stdout!.on('data', (d) => {
+    buf += String(d);
+    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+      onLine?.(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+    }
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => (children.delete(child), resolve())));
+  return { child, exited, stderr: () => err };
+}
+
+const nats = new Map<string, ReturnType<typeof inNs>>();
+async function startNats(h: string): Promise<void> {
+  const conf = path.join(base, `nats-${h}.conf`);
+  const routes = HOSTS.map((x) => `nats://${ipOf(x)}:6222`).join(', ');
+  fs.writeFileSync(conf, `server_name: ${h}\nlisten: ${ipOf(h)}:4222\njetstream { store_dir: "${path.join(base, `store-${h}`)}" }\ncluster { name: ${tag}, listen: ${ipOf(h)}:6222, routes: [${routes}] }\n`);
+  const p = inNs(h, 'nats-server', ['-c', conf]);
+  nats.set(h, p);
+  const deadline = Date.now() + 15_000;
+  while (!/Server is ready/.test(p.stderr())) {
+    if (Date.now() > deadline || p.child.exitCode !== null) throw new Error(`nats-server on ${h} did not start:\n${p.stderr()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const servers = HOSTS.map((h) => `nats://${ipOf(h)}:4222`).join(',');
+const prefix = `${tag}`;
+const supervisors = new Map<string, ReturnType<typeof inNs>>();
+async function startSupervisor(h: string): Promise<void> {
+  let ready = false;
+  const p = inNs(h, process.execPath, ['--import', 'tsx', FIXTURE, path.join(base, `root-${h}`), servers, prefix, h, 'netns'], (line) => {
+    if (line.startsWith('ready ')) ready = true;
+  });
+  supervisors.set(h, p);
+  const deadline = Date.now() + 60_000;
+  while (!ready) {
+    if (Date.now() > deadline || p.child.exitCode !== null) throw new Error(`supervisor on ${h} did not get ready:\n${p.stderr()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function kill(p: ReturnType<typeof inNs> | undefined): Promise<void> {
+  if (!p || p.child.exitCode !== null) return;
+  p.child.kill('SIGKILL');
+  await p.exited;
+}
+
+// ---- the run ---------------------------------------------------------------------------
+const report: Record<string, unknown> = { test: 'cluster', hosts: HOSTS.length, agents: AGENTS.length, requests: REQUESTS, replicas: 3 };
+let failed = false;
+tearDownNetwork();
+setUpNetwork();
+try {
+  log('three nats-servers, one per namespace');
+  await Promise.all(HOSTS.map((h) => startNats(h)));
+  await new Promise((r) => setTimeout(r, 1_500)); // routes between them, a meta leader
+  log('three supervisors');
+  for (const h of HOSTS) await startSupervisor(h);
+  const t = await createJetStreamTransport({ servers: servers.split(','), prefix });
+  const replies = new Map<string, number>();
+  const countReplies = async () => {
+    replies.clear();
+    for (const e of await t.read('client', 0)) if (e.message.in_reply_to) replies.set(e.message.in_reply_to, (replies.get(e.message.in_reply_to) ?? 0) + 1);
+    return replies.size;
+  };
+  const requests: HiveMessage[] = [];
+  const clientRoot = path.join(base, 'root-h1');
+  const events: { at: number; what: string }[] = [];
+  const t0 = Date.now();
+  const note = (what: string) => (events.push({ at: Date.now() - t0, what }), log(what));
+  for (let i = 0; i < REQUESTS; i += 20) {
+    const batch = Array.from({ length: 20 }, (_, k) => createMessage({ from: 'client', to: AGENTS[(i + k) % AGENTS.length]!, act: 'request', body: `req ${i + k}` }));
+    await writeOutboxAsync(clientRoot, batch); // h1's ingress: acknowledged once this returns
+    requests.push(...batch);
+    if (i === Math.floor(REQUESTS / 3 / 20) * 20) {
+      note('SIGKILL of h3: its supervisor and its nats-server');
+      await Promise.all([kill(supervisors.get('h3')), kill(nats.get('h3'))]);
+    }
+    if (i === Math.floor(REQUESTS / 2 / 20) * 20) {
+      note('h3 comes back: nats-server, then its supervisor');
+      await startNats('h3');
+      await startSupervisor('h3');
+    }
+    if (i === Math.floor((2 * REQUESTS) / 3 / 20) * 20) {
+      note('h2 cut off (link down) for 8 s');
+      sh('ip', ['link', 'set', `${tag}h2`, 'down']);
+      setTimeout(() => {
+        sh('ip', ['link', 'set', `${tag}h2`, 'up']);
+        note('h2 healed (link up)');
+      }, 8_000).unref();
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  note(`all ${REQUESTS} requests sent`);
+  const deadline = Date.now() + 120_000;
+  while ((await countReplies()) < REQUESTS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+  await new Promise((r) => setTimeout(r, 3_000)); // a duplicate would show up by now
+  await countReplies();
+  const lost = requests.filter((r) => !replies.has(r.id)).length;
+  const duplicated = requests.filter((r) => (replies.get(r.id) ?? 0) > 1).length;
+  const agents: Record<string, { sent: number; handled: number; echoed: number }> = {};
+  for (const a of AGENTS) {
+    const link = t.agent(a);
+    const at = await link.restore();
+    link.close();
+    agents[a] = { sent: requests.filter((r) => r.to === a).length, handled: at.context.handled, echoed: (at.context.brainState as { echoed?: number } | null)?.echoed ?? 0 };
+  }
+  const statesMatch = Object.values(agents).every((x) => x.handled === x.sent && x.echoed === x.sent);
+  const leases = HOSTS.map((h) => {
+    const file = path.join(base, `root-${h}`, 'log.jsonl');
+    const lines = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.includes('"cluster.lease-')) : [];
+    return { host: h, acquired: lines.filter((l) => l.includes('lease-acquired')).length, lost: lines.filter((l) => l.includes('lease-lost')).length };
+  });
+  t.close();
+  Object.assign(report, { answered: replies.size, lost, duplicated, agents, statesMatch, leases, events, elapsedMs: Date.now() - t0 });
+  failed = lost > 0 || duplicated > 0 || !statesMatch;
+} catch (err) {
+  failed = true;
+  report.error = String((err as Error).stack ?? err);
+} finally {
+  for (const p of supervisors.values()) if (p.child.exitCode === null) p.child.kill('SIGTERM');
+  await Promise.race([Promise.all([...supervisors.values()].map((p) => p.exited)), new Promise((r) => setTimeout(r, 15_000))]);
+  for (const c of children) c.kill('SIGKILL');
+  tearDownNetwork();
+  fs.rmSync(base, { recursive: true, force: true });
+}
+report.held = !failed;
+process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+process.exit(failed ? 1 : 0);
