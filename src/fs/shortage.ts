@@ -7,11 +7,19 @@
  */
 const TRANSIENT = new Set(['ENOSPC', 'EDQUOT', 'EMFILE', 'ENFILE', 'ENOMEM']);
 
+/**
+ * Cluster mode: NATS not answering for now (a server cut off, a cluster without a leader
+ * for a moment) is a shortage too, marked by the JetStream transport
+ * (`E_UNAVAILABLE` with `details.shortage: 'nats'`).
+ */
+const NATS = 'NATS';
+
 /** The first transient code on `err` or the errors it wraps (`cause`), or null. */
 function shortageCode(err: unknown): string | null {
   for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && TRANSIENT.has(code)) return code;
+    if (code === 'E_UNAVAILABLE' && (e as { details?: { shortage?: unknown } }).details?.shortage === 'nats') return NATS;
   }
   return null;
 }
@@ -27,6 +35,7 @@ const SHORTAGE_WORDS: Record<string, string> = {
   EMFILE: 'too many open files',
   ENFILE: 'too many open files',
   ENOMEM: 'out of memory',
+  [NATS]: 'NATS unreachable',
 };
 
 /** What a paused actor's status says about the resource it waits for. */

@@ -80,11 +80,33 @@ interface RoutedMark {
 }
 
 const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
+/** Direct gets a read keeps in flight at once. */
+const READ_WINDOW = 128;
 const enc = new TextEncoder();
 
 /** An agent id as one subject token and part of a stream name ('.' is neither). */
 function token(id: string): string {
   return id.replaceAll('.', '=');
+}
+
+/** NATS did not answer for now: a timeout, no responders, a lost connection, no leader yet. */
+function isUnreachable(err: unknown): boolean {
+  return /timeout|no responders|503|disconnect|connection closed|CONNECTION_|temporarily unavailable|no suitable peers|insufficient resources/i.test(`${(err as { name?: string }).name ?? ''} ${errorMessage(err)}`);
+}
+
+/**
+ * Runs one operation; NATS not answering becomes `E_UNAVAILABLE` marked as a shortage, so
+ * the actor or the router waits and tries the same step again (src/fs/shortage.ts) instead
+ * of crashing (which would count toward restarts and poison). A commit tried again after a
+ * lost ack is recognised by its owner nonce (publishCommit).
+ */
+async function reachable<T>(what: string, op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (err) {
+    if (err instanceof HiveError || !isUnreachable(err)) throw err;
+    throw new HiveError('E_UNAVAILABLE', `NATS JetStream did not answer (${what}): ${errorMessage(err)}`, { cause: err, details: { shortage: 'nats' } });
+  }
 }
 
 function isNotFound(err: unknown): boolean {
@@ -100,7 +122,8 @@ export async function createJetStreamTransport(options: JetStreamTransportOption
   let nc: NatsConnection;
   try {
     // Never gives up on the servers: a machine cut off for a while reconnects when the link heals.
-    nc = await connect({ servers: options.servers, name: `hive-${options.prefix}`, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+    // A server cut off is noticed within seconds (pings), and another one of the list is used.
+    nc = await connect({ servers: options.servers, name: `hive-${options.prefix}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, pingInterval: 2_000, maxPingOut: 2 });
   } catch (err) {
     throw new HiveError('E_UNAVAILABLE', `Cannot connect to NATS at ${options.servers.join(', ')}: ${errorMessage(err)}`, { cause: err });
   }
@@ -298,10 +321,15 @@ class JetStreamTransportImpl implements JetStreamTransport {
     return m;
   }
 
-  /** The first message on `subject` at or after `seq`, or null. */
+  /**
+   * The first message on `subject` at or after `seq`, or null. Every read of the transport
+   * asks the stream's leader (STREAM.MSG.GET), never a direct get: with replicas a direct
+   * get may be answered by a follower that is behind (one that just came back), and a
+   * commit restored from it would be an old one.
+   */
   private async nextOn(stream: string, subject: string, seq: number): Promise<StoredMsg | null> {
     try {
-      return await this.jsm.direct.getMessage(stream, { seq: Math.max(1, seq), next_by_subj: subject });
+      return await this.jsm.streams.getMessage(stream, { seq: Math.max(1, seq), next_by_subj: subject } as unknown as { seq: number });
     } catch (err) {
       if (isNotFound(err)) return null;
       throw err;
@@ -419,9 +447,12 @@ class JetStreamTransportImpl implements JetStreamTransport {
       throw err;
     }
     const upTo = Math.min(last, afterSeq + (Number.isFinite(limit) ? limit : last));
-    const seqs: number[] = [];
-    for (let s = afterSeq + 1; s <= upTo; s++) seqs.push(s);
-    const got = await Promise.all(seqs.map((seq) => this.jsm.direct.getMessage(stream, { seq }).catch((err) => (isNotFound(err) ? null : Promise.reject(err)))));
+    // A window of gets in flight at a time: thousands at once would outrun their timeouts.
+    const got: (StoredMsg | null)[] = [];
+    for (let from = afterSeq + 1; from <= upTo; from += READ_WINDOW) {
+      const seqs = Array.from({ length: Math.min(READ_WINDOW, upTo - from + 1) }, (_, i) => from + i);
+      got.push(...(await Promise.all(seqs.map((seq) => this.jsm.streams.getMessage(stream, { seq }).catch((err) => (isNotFound(err) ? null : Promise.reject(err)))))));
+    }
     const entries: InboxEntry[] = [];
     for (const m of got) {
       if (!m) continue;
@@ -444,7 +475,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
 
   async lastCommit(agent: string): Promise<{ seq: number; record: CommitRecord } | null> {
     try {
-      const m = await this.jsm.direct.getMessage(`${this.prefix}_OUT`, { last_by_subj: this.commitSubject(agent) });
+      const m = await this.jsm.streams.getMessage(`${this.prefix}_OUT`, { last_by_subj: this.commitSubject(agent) });
       return m ? { seq: m.seq, record: m.json<CommitRecord>() } : null;
     } catch (err) {
       if (isNotFound(err)) return null;
@@ -585,3 +616,18 @@ class JetStreamAgentLink implements AgentLink {
     this.onClose();
   }
 }
+
+// Every operation of the transport and of its links: NATS not answering is a shortage
+// (reachable), never a crash.
+type Methods = Record<string, (...args: unknown[]) => Promise<unknown>>;
+function guard(proto: object, names: string[]): void {
+  const methods = proto as Methods;
+  for (const name of names) {
+    const inner = methods[name]!;
+    methods[name] = function (this: unknown, ...args: unknown[]) {
+      return reachable(name, () => inner.apply(this, args));
+    };
+  }
+}
+guard(JetStreamTransportImpl.prototype, ['ensureAgent', 'send', 'pending', 'settle', 'reject', 'deadLetterCopy', 'deliver', 'read', 'cursor', 'setup']);
+guard(JetStreamAgentLink.prototype, ['restore', 'fetch', 'commit']);

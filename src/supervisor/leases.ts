@@ -45,7 +45,7 @@ export class LeaseKeeper {
   /** Connects, takes the leases it can, and keeps them (ticks every `leaseMs / 3`). */
   static async start(cluster: ClusterConfig, agents: string[], hooks: LeaseHooks): Promise<LeaseKeeper> {
     const [{ connect }, { Kvm }, { whileStarting }] = await Promise.all([import('@nats-io/transport-node'), import('@nats-io/kv'), import('../queue/jetstream-transport.ts')]);
-    const nc = await connect({ servers: cluster.servers, name: `hive-${cluster.prefix}-leases-${cluster.host}`, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+    const nc = await connect({ servers: cluster.servers, name: `hive-${cluster.prefix}-leases-${cluster.host}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, pingInterval: 2_000, maxPingOut: 2 });
     const kv = await whileStarting(() => new Kvm(nc).create(`${cluster.prefix}_leases`, { ttl: cluster.leaseMs, history: 1, replicas: cluster.replicas }));
     const keeper = new LeaseKeeper(kv, () => nc.close(), cluster, agents, hooks);
     await keeper.tick();
