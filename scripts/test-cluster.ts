@@ -7,6 +7,7 @@
 //   2. h2 is cut off (its link down) for 8 s and healed.
 // Invariants: every request answered exactly once (0 lost, 0 duplicated); each agent's last
 // commit counts exactly the requests sent to it; nothing arrives twice after the returns.
+// The report says how many leases each machine took and lost (agents moving between them).
 // Needs root (network namespaces) and nats-server; prints a JSON report, exit 1 on a breach.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -169,6 +170,8 @@ try {
     if (i === Math.floor(REQUESTS / 3 / 20) * 20) {
       note('SIGKILL of h3: its supervisor and its nats-server');
       await Promise.all([kill(supervisors.get('h3')), kill(nats.get('h3'))]);
+      // Long enough for h3's leases to expire (2 s) and the survivors to take its agents over.
+      await new Promise((r) => setTimeout(r, 5_000));
     }
     if (i === Math.floor(REQUESTS / 2 / 20) * 20) {
       note('h3 comes back: nats-server, then its supervisor');
@@ -178,10 +181,9 @@ try {
     if (i === Math.floor((2 * REQUESTS) / 3 / 20) * 20) {
       note('h2 cut off (link down) for 8 s');
       sh('ip', ['link', 'set', `${tag}h2`, 'down']);
-      setTimeout(() => {
-        sh('ip', ['link', 'set', `${tag}h2`, 'up']);
-        note('h2 healed (link up)');
-      }, 8_000).unref();
+      await new Promise((r) => setTimeout(r, 8_000)); // load goes on being handled meanwhile
+      sh('ip', ['link', 'set', `${tag}h2`, 'up']);
+      note('h2 healed (link up)');
     }
     await new Promise((r) => setTimeout(r, 25));
   }

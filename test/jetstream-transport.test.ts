@@ -85,7 +85,7 @@ describe.skipIf(missing !== null)('jetstream transport: inboxes shared by two de
   it('concurrent deliveries from two instances: every id once, seqs gap-free, each deliverer\'s own order kept', async () => {
     const prefix = `shared${process.pid}`;
     const [one, two] = await Promise.all([0, 1].map(async () => {
-      const t = await createJetStreamTransport({ servers: [server!.url], prefix, sharedInboxes: true });
+      const t = await createJetStreamTransport({ servers: [server!.url], prefix });
       opened.push(t);
       await t.ensureAgent('b');
       return t;
@@ -104,5 +104,24 @@ describe.skipIf(missing !== null)('jetstream transport: inboxes shared by two de
     const order = (prefixChar: string) => entries.filter((e) => e.message.body.startsWith(prefixChar)).map((e) => Number(e.message.body.slice(1)));
     expect(order('a')).toEqual(Array.from({ length: 60 }, (_, i) => i));
     expect(order('c')).toEqual(Array.from({ length: 60 }, (_, i) => i));
+  });
+
+  it("a deliverer learns what another wrote to the inbox since it last looked: a message the other delivered is a duplicate here too, after JetStream's window", async () => {
+    const prefix = `learn${process.pid}`;
+    const open2 = async () => {
+      const t = await createJetStreamTransport({ servers: [server!.url], prefix, duplicateWindowMs: 100 });
+      opened.push(t);
+      await t.ensureAgent('b');
+      return t;
+    };
+    const one = await open2();
+    const two = await open2();
+    await one.deliver('b', [createMessage({ from: 'a', to: 'b', act: 'inform', body: 'first' })]); // one has read the inbox now
+    const fromTwo = Array.from({ length: 5 }, (_, i) => createMessage({ from: 'c', to: 'b', act: 'inform', body: `two ${i}` }));
+    await two.deliver('b', fromTwo);
+    await new Promise((r) => setTimeout(r, 400)); // past JetStream's own duplicate window
+    const again = await one.deliver('b', [...fromTwo, createMessage({ from: 'a', to: 'b', act: 'inform', body: 'new' })]);
+    expect(again.map((o) => o.status)).toEqual(['duplicate', 'duplicate', 'duplicate', 'duplicate', 'duplicate', 'delivered']);
+    expect((await one.read('b', 0)).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
   });
 });

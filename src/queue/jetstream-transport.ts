@@ -44,8 +44,6 @@ export interface JetStreamTransportOptions {
    * Exactly-once does not depend on it; a test shortens it to show that.
    */
   duplicateWindowMs?: number;
-  /** Other instances deliver to the same inboxes (cluster mode: every host's router). */
-  sharedInboxes?: boolean;
 }
 
 export interface JetStreamTransport extends Transport {
@@ -137,7 +135,7 @@ export async function createJetStreamTransport(options: JetStreamTransportOption
   const kvm = new Kvm(nc);
   const routedKv = await whileStarting(() => kvm.create(`${p}_routed`, { replicas, history: 1 }));
   const deadKv = await whileStarting(() => kvm.create(`${p}_dead`, { replicas, history: 1 }));
-  return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, p, replicas, options.duplicateWindowMs, options.sharedInboxes ?? false);
+  return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, p, replicas, options.duplicateWindowMs);
 }
 
 /** Runs `step` again while JetStream says it is not ready yet (a cluster electing its leader), up to 30 s. */
@@ -189,7 +187,6 @@ class JetStreamTransportImpl implements JetStreamTransport {
     readonly prefix: string,
     private readonly replicas: number,
     private readonly duplicateWindowMs: number | undefined,
-    private readonly shared: boolean,
   ) {}
 
   private inboxStream(id: string): string {
@@ -395,42 +392,47 @@ class JetStreamTransportImpl implements JetStreamTransport {
    * Appends `fresh` to the inbox in order; each publish expects the inbox's last sequence,
    * so a write by another deliverer in between (two hosts' routers deliver to one inbox in
    * cluster mode) fails it instead of interleaving. Then the deliverer catches up on what
-   * the other wrote (its ids count for the duplicate check) and goes on. Alone on an inbox
-   * the publishes are pipelined; shared, they go one at a time (a pipelined one after a
-   * failed one could land out of order).
+   * the other wrote (its ids count for the duplicate check) and goes on. The publishes of a
+   * batch are pipelined, chained by message id so they land in order or not at all.
    */
   private async publishInOrder(recipient: string, state: InboxState, fresh: HiveMessage[]): Promise<(number | 'duplicate')[]> {
-    const out: (number | 'duplicate')[] = [];
-    let i = 0;
-    for (let round = 0; i < fresh.length; round++) {
-      const batch = this.shared ? fresh.slice(i, i + 1) : fresh.slice(i);
-      if (state.ids.has(batch[0]!.id)) {
-        out.push('duplicate'); // written by the other deliverer meanwhile
-        i += 1;
-        continue;
-      }
+    const out: (number | 'duplicate' | undefined)[] = fresh.map(() => undefined);
+    for (let round = 0; ; round++) {
+      const left = fresh.flatMap((_, k) => (out[k] === undefined ? [k] : []));
+      for (const k of left) if (state.ids.has(fresh[k]!.id)) out[k] = 'duplicate'; // written by the other deliverer
+      const todo = left.filter((k) => out[k] === undefined);
+      if (todo.length === 0) return out as (number | 'duplicate')[];
+      // Chained: the first expects the inbox's last sequence, each next one the message
+      // before it as the last one stored. One that lands is right after its predecessor,
+      // whoever wrote that; a write by anyone else in between fails it.
+      const before = state.last;
       const results = await Promise.allSettled(
-        batch.map((m, k) => this.js.publish(this.inboxSubject(recipient), enc.encode(JSON.stringify(m)), { msgID: m.id, expect: { lastSequence: state.last + k } })),
+        todo.map((k, n) =>
+          this.js.publish(this.inboxSubject(recipient), enc.encode(JSON.stringify(fresh[k]!)), {
+            msgID: fresh[k]!.id,
+            expect: n === 0 ? { lastSequence: state.last } : { lastMsgID: fresh[todo[n - 1]!]!.id },
+          }),
+        ),
       );
       let conflict: unknown = null;
-      for (const r of results) {
-        if (conflict !== null) break;
-        if (r.status === 'rejected') conflict = r.reason;
+      results.forEach((r, n) => {
+        const k = todo[n]!;
+        if (r.status === 'rejected') conflict ??= r.reason;
         else {
-          out.push(r.value.duplicate ? 'duplicate' : r.value.seq);
-          if (!r.value.duplicate) state.last = r.value.seq;
-          i += 1;
+          out[k] = r.value.duplicate ? 'duplicate' : r.value.seq;
+          if (!r.value.duplicate) state.last = Math.max(state.last, r.value.seq);
         }
-      }
+      });
       if (conflict === null) continue;
-      if (!/wrong last sequence/i.test(errorMessage(conflict)) || round > 1_000) throw conflict;
-      for (const e of await this.read(recipient, state.last)) {
+      if (!/wrong last (sequence|msg ?id)/i.test(errorMessage(conflict)) || round > 1_000) throw conflict;
+      // Catch up on what the other deliverer wrote since this round began (ours that landed
+      // in it too): its ids count for the duplicate check.
+      for (const e of await this.read(recipient, before)) {
         state.ids.add(e.id);
         state.last = Math.max(state.last, e.seq);
       }
       state.last = Math.max(state.last, await this.lastSeqOf(recipient));
     }
-    return out;
   }
 
   private async lastSeqOf(recipient: string): Promise<number> {
@@ -439,19 +441,29 @@ class JetStreamTransportImpl implements JetStreamTransport {
 
   async read(recipient: string, afterSeq: number, limit = Infinity): Promise<InboxEntry[]> {
     const stream = this.inboxStream(recipient);
-    let last: number;
-    try {
-      last = (await this.jsm.streams.info(stream)).state.last_seq;
-    } catch (err) {
-      if (isNotFound(err)) return [];
-      throw err;
+    const get = (seq: number) => this.jsm.streams.getMessage(stream, { seq }).catch((err) => (isNotFound(err) ? null : Promise.reject(err)));
+    let upTo: number;
+    if (Number.isFinite(limit)) {
+      // An agent's turn: the first entry alone (an idle inbox costs one get), then the rest
+      // of the batch at once; the ones past the end come back empty.
+      const first = await get(afterSeq + 1).catch((err) => (/stream not found/i.test(errorMessage(err)) ? null : Promise.reject(err)));
+      if (!first) return [];
+      upTo = afterSeq + limit;
+    } else {
+      try {
+        upTo = (await this.jsm.streams.info(stream)).state.last_seq;
+      } catch (err) {
+        if (isNotFound(err)) return [];
+        throw err;
+      }
     }
-    const upTo = Math.min(last, afterSeq + (Number.isFinite(limit) ? limit : last));
     // A window of gets in flight at a time: thousands at once would outrun their timeouts.
     const got: (StoredMsg | null)[] = [];
     for (let from = afterSeq + 1; from <= upTo; from += READ_WINDOW) {
       const seqs = Array.from({ length: Math.min(READ_WINDOW, upTo - from + 1) }, (_, i) => from + i);
-      got.push(...(await Promise.all(seqs.map((seq) => this.jsm.streams.getMessage(stream, { seq }).catch((err) => (isNotFound(err) ? null : Promise.reject(err)))))));
+      const window = await Promise.all(seqs.map(get));
+      got.push(...window);
+      if (window.some((m) => m === null)) break; // the end of the inbox
     }
     const entries: InboxEntry[] = [];
     for (const m of got) {
