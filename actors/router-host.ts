@@ -218,11 +218,12 @@ const api: RouterHostApi = {
       );
     }
     if (init.cluster) {
-      // Every agent of the hive has an inbox stream, wherever it runs; a commit by one of
-      // this machine's agents is routed here (the port's kick also says so).
+      // Every agent of the hive has an inbox stream, wherever it runs. A commit by one of
+      // this machine's agents (the port's kick also says so), or a send over NATS by a
+      // sender that runs here, is routed here.
       const js = (transport as unknown as { jetstream: JetStreamTransport }).jetstream;
       for (const id of new Set([...init.cluster.agents, ...directory().all])) await js.ensureAgent(id);
-      stopCommits = js.onCommit((agent) => runsHere(agent) && outboxChanged([agent]));
+      stopCommits = js.onSent((sender) => runsHere(sender) && outboxChanged([sender]));
       outboxChanged();
       await reportDurability(js, init.cluster);
     }

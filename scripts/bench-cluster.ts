@@ -68,12 +68,17 @@ function startMachine(root: string, url: string, prefix: string, host: string, m
   });
 }
 
-/** The cluster as a peer: requests written into h1's outbox folder, replies seen on the client's inbox subject. */
+/**
+ * The cluster as a peer: requests sent over NATS as the client (a JetStream publish each,
+ * acknowledged once stored; h1 routes them, the client runs there), replies seen on the
+ * client's inbox subject.
+ */
 async function startClusterPeer(server: NatsServer): Promise<Peer & { machines: Machine[] }> {
   const prefix = `bench${process.pid}`;
   const [r1, r2] = [path.join(base, 'h1'), path.join(base, 'h2')];
   const machines = [await startMachine(r1, server.url, prefix, 'h1', 'bench'), await startMachine(r2, server.url, prefix, 'h2', 'bench')];
   const nc = await connect({ servers: [server.url] });
+  const sender = await createJetStreamTransport({ servers: [server.url], prefix });
   const listeners = new Set<(ids: string[]) => void>();
   nc.subscribe(`${prefix}.inbox.client`, {
     callback: (_e, m) => {
@@ -86,7 +91,7 @@ async function startClusterPeer(server: NatsServer): Promise<Peer & { machines: 
     machines,
     serverPids: [...machines.map((m) => m.child.pid!), server.process.pid!],
     async send(requests) {
-      await writeOutboxAsync(r1, requests.map((r) => createMessage({ id: r.id, from: 'client', to: r.to, act: 'request', body: r.body })));
+      await sender.send(requests.map((r) => createMessage({ id: r.id, from: 'client', to: r.to, act: 'request', body: r.body })));
     },
     onReplies(listener) {
       listeners.add(listener);
@@ -106,6 +111,7 @@ async function startClusterPeer(server: NatsServer): Promise<Peer & { machines: 
       return checkCounts(requestIds, counts, handled);
     },
     async close() {
+      sender.close();
       await nc.close();
       for (const m of machines) m.child.kill('SIGTERM');
       await Promise.all(machines.map((m) => m.exited));

@@ -76,7 +76,7 @@ describe.skipIf(missing !== null)('cluster mode: two machines on one nats-server
     await server?.stop();
   });
 
-  it(`${REQUESTS} requests across machines, the supervisor of h2 SIGKILLed under load and restarted: every request answered exactly once, each agent's state its committed history`, async () => {
+  it(`${REQUESTS} requests across machines (half through h1's outbox folder, half sent over NATS), the supervisor of h2 SIGKILLed under load and restarted: every request answered exactly once, each agent's state its committed history`, async () => {
     const prefix = `c${process.pid}`;
     const [r1, r2] = [tempRoot(), tempRoot()];
     let h1 = await startMachine(r1, prefix, 'h1');
@@ -92,7 +92,9 @@ describe.skipIf(missing !== null)('cluster mode: two machines on one nats-server
       expect(status.stdout).toMatch(/echo-b .* h2\n/);
       for (let i = 0; i < REQUESTS; i += 20) {
         const batch = Array.from({ length: 20 }, (_, k) => createMessage({ from: 'client', to: (i + k) % 2 === 0 ? 'echo-a' : 'echo-b', act: 'request', body: `req ${i + k}` }));
-        writeOutbox(r1, batch); // h1's local ingress: acknowledged once this returns
+        // Both ingresses: h1's outbox folder, and a send over NATS as the client (it runs on h1).
+        if ((i / 20) % 2 === 0) writeOutbox(r1, batch);
+        else await t.send(batch);
         requests.push(...batch);
         if (i === REQUESTS / 2) {
           h2.child.kill('SIGKILL');

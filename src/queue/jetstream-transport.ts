@@ -55,8 +55,8 @@ export interface JetStreamTransport extends Transport {
   notify(agents: Iterable<string>): void;
   /** The connected server's version and the replicas the hive's streams really have. */
   setup(): Promise<{ serverVersion: string; replicas: number }>;
-  /** Calls `listener` with the sender whenever an agent commits (any instance, any machine). */
-  onCommit(listener: (agent: string) => void): () => void;
+  /** Calls `listener` with the sender whenever an agent commits or anyone sends (any instance, any machine). */
+  onSent(listener: (sender: string) => void): () => void;
 }
 
 interface CommitRecord {
@@ -443,12 +443,16 @@ class JetStreamTransportImpl implements JetStreamTransport {
     const stream = this.inboxStream(recipient);
     const get = (seq: number) => this.jsm.streams.getMessage(stream, { seq }).catch((err) => (isNotFound(err) ? null : Promise.reject(err)));
     let upTo: number;
+    const got: (StoredMsg | null)[] = [];
+    let window = READ_WINDOW;
     if (Number.isFinite(limit)) {
-      // An agent's turn: the first entry alone (an idle inbox costs one get), then the rest
-      // of the batch at once; the ones past the end come back empty.
-      const first = await get(afterSeq + 1).catch((err) => (/stream not found/i.test(errorMessage(err)) ? null : Promise.reject(err)));
+      // An agent's turn: the first entry alone (an idle inbox costs one get), then windows
+      // growing from 4 (one request in flight costs two round trips, a backlog few).
+      const first = await get(afterSeq + 1);
       if (!first) return [];
+      got.push(first);
       upTo = afterSeq + limit;
+      window = 4;
     } else {
       try {
         upTo = (await this.jsm.streams.info(stream)).state.last_seq;
@@ -457,13 +461,10 @@ class JetStreamTransportImpl implements JetStreamTransport {
         throw err;
       }
     }
-    // A window of gets in flight at a time: thousands at once would outrun their timeouts.
-    const got: (StoredMsg | null)[] = [];
-    for (let from = afterSeq + 1; from <= upTo; from += READ_WINDOW) {
-      const seqs = Array.from({ length: Math.min(READ_WINDOW, upTo - from + 1) }, (_, i) => from + i);
-      const window = await Promise.all(seqs.map(get));
-      got.push(...window);
-      if (window.some((m) => m === null)) break; // the end of the inbox
+    // At most READ_WINDOW gets in flight: thousands at once would outrun their timeouts.
+    for (let from = afterSeq + 1 + got.length; from <= upTo && !got.includes(null); from += window, window = Math.min(READ_WINDOW, window * 4)) {
+      const seqs = Array.from({ length: Math.min(window, upTo - from + 1) }, (_, i) => from + i);
+      got.push(...(await Promise.all(seqs.map(get)))); // a null: the end of the inbox
     }
     const entries: InboxEntry[] = [];
     for (const m of got) {
@@ -523,10 +524,12 @@ class JetStreamTransportImpl implements JetStreamTransport {
     return { serverVersion: this.nc.info?.version ?? 'unknown', replicas: out.config.num_replicas ?? 1 };
   }
 
-  onCommit(listener: (agent: string) => void): () => void {
-    const head = `${this.prefix}.commit.`;
-    const sub = this.nc.subscribe(`${head}*`, { callback: (_err, msg) => listener(msg.subject.slice(head.length).replaceAll('=', '.')) });
-    return () => sub.unsubscribe();
+  onSent(listener: (sender: string) => void): () => void {
+    const subs = ['commit', 'send'].map((kind) => {
+      const head = `${this.prefix}.${kind}.`;
+      return this.nc.subscribe(`${head}*`, { callback: (_err, msg) => listener(msg.subject.slice(head.length).replaceAll('=', '.')) });
+    });
+    return () => subs.forEach((s) => s.unsubscribe());
   }
 
   // ---- the agent's side ----------------------------------------------------------------
