@@ -203,6 +203,7 @@ export class StateStore {
 
   /** Commits `next` and the turn's messages durably (one pwrite + fdatasync). */
   append(next: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): StateFile {
+    // Numbered once written: a write that fails (a full disk) and is tried again keeps its number.
     const record = this.record(next, messages, session);
     const line = encodeCommitLine(record);
     if (line.length > this.walBytes / 2) {
@@ -217,6 +218,7 @@ export class StateStore {
     fs.writeSync(fd, line, 0, line.length, this.offset);
     syncFd(fd, true);
     this.offset += line.length;
+    this.commit = record.commit;
     this.markCommitted(record.commit);
     return record;
   }
@@ -225,6 +227,7 @@ export class StateStore {
   checkpoint(record: StateFile): void {
     const spilled = this.beforeWrap();
     writeJsonAtomic(this.p.state, record);
+    this.commit = Math.max(this.commit, record.commit);
     this.offset = 0;
     this.markCommitted(record.commit);
     if (spilled > 0 && !this.fixedSize && this.walBytes < MAX_WAL_BYTES) {
@@ -274,11 +277,10 @@ export class StateStore {
   }
 
   private record(next: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): StateFile {
-    this.commit += 1;
     return {
       version: 1,
       agent: this.agentId,
-      commit: this.commit,
+      commit: this.commit + 1,
       cursor: next.cursor,
       snapshot: { value: 'idle', context: next },
       lastTurn: { cursor: next.cursor, messages, ...(session && session.length > 0 ? { session } : {}) },

@@ -38,5 +38,13 @@ export function durabilityOf(serverVersion: string, replicas: number): Durabilit
         (replicas >= 3 ? 'a power loss of a majority of the NATS machines at once can lose acknowledged messages' : 'a power loss of the NATS machine can lose acknowledged messages'),
     );
   }
+  if (replicas > 1 && !atLeast(serverVersion, [2, 10, 0])) {
+    // nats-server#4320: the expected-sequence checks ran before replication, so two
+    // publishers racing on a replicated stream could both be accepted.
+    warnings.push(
+      `nats-server ${serverVersion} may accept two racing writes that each expect the same last sequence on a replicated stream (nats-server#4320): ` +
+        'two machines could then both take one lease, or a stale owner and the new one both commit one turn; use nats-server 2.10 or later with replicas',
+    );
+  }
   return { serverVersion, replicas, survives, warnings };
 }

@@ -23,7 +23,8 @@ export interface ClusterTransportOptions {
   isRecipient: (id: string) => boolean;
 }
 
-const JS = 'js:';
+/** Marks a JetStream ref: a file name never holds '/', so no outbox file's ref starts so. */
+const JS = 'js/';
 
 export function createClusterTransport(js: JetStreamTransport, files: FsTransport, options: ClusterTransportOptions): Transport & { notify(agents: Iterable<string>): void } {
   /** What `pending` handed out from JetStream, by sender and ref (a reject dead-letters it locally). */

@@ -44,6 +44,8 @@ export interface JetStreamTransportOptions {
    * Exactly-once does not depend on it; a test shortens it to show that.
    */
   duplicateWindowMs?: number;
+  /** How often an agent's link looks for work it was not told of (ms, default 2000). */
+  pollMs?: number;
 }
 
 export interface JetStreamTransport extends Transport {
@@ -78,7 +80,9 @@ interface RoutedMark {
 }
 
 const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
-/** Direct gets a read keeps in flight at once. */
+/** How many of an inbox's newest entries a deliverer knows the ids of (the filesystem's doneCap). */
+const DEDUPE_HORIZON = 5_000;
+/** Gets a read keeps in flight at once. */
 const READ_WINDOW = 128;
 const enc = new TextEncoder();
 
@@ -89,7 +93,12 @@ function token(id: string): string {
 
 /** NATS did not answer for now: a timeout, no responders, a lost connection, no leader yet. */
 function isUnreachable(err: unknown): boolean {
-  return /timeout|no responders|503|disconnect|connection closed|CONNECTION_|temporarily unavailable|no suitable peers|insufficient resources/i.test(`${(err as { name?: string }).name ?? ''} ${errorMessage(err)}`);
+  const name = (err as { name?: string }).name ?? '';
+  // The client's own: no answer in time, nobody listening (JetStream not up yet), the connection gone.
+  if (/^(TimeoutError|JetStreamNotEnabled|NoResponders|ClosedConnectionError|DrainingConnectionError|ConnectionError)$/.test(name)) return true;
+  // The server's: 503 (no leader for now, short of resources), or no peers to place a replica on yet.
+  if (err instanceof JetStreamApiError) return err.status === 503 || /^no suitable peers/i.test(err.message);
+  return false;
 }
 
 /**
@@ -108,7 +117,7 @@ async function reachable<T>(what: string, op: () => Promise<T>): Promise<T> {
 }
 
 function isNotFound(err: unknown): boolean {
-  return err instanceof JetStreamApiError && (err.code === 404 || /not found/i.test(err.message));
+  return err instanceof JetStreamApiError && (err.status === 404 || /not found/i.test(err.message));
 }
 
 /**
@@ -135,7 +144,7 @@ export async function createJetStreamTransport(options: JetStreamTransportOption
   const kvm = new Kvm(nc);
   const routedKv = await whileStarting(() => kvm.create(`${p}_routed`, { replicas, history: 1 }));
   const deadKv = await whileStarting(() => kvm.create(`${p}_dead`, { replicas, history: 1 }));
-  return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, p, replicas, options.duplicateWindowMs);
+  return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, p, replicas, options.duplicateWindowMs, options.pollMs ?? 2_000);
 }
 
 /** Runs `step` again while JetStream says it is not ready yet (a cluster electing its leader), up to 30 s. */
@@ -187,6 +196,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     readonly prefix: string,
     private readonly replicas: number,
     private readonly duplicateWindowMs: number | undefined,
+    readonly pollMs: number,
   ) {}
 
   private inboxStream(id: string): string {
@@ -223,9 +233,11 @@ class JetStreamTransportImpl implements JetStreamTransport {
     const done = this.settled.get(sender) ?? new Set<string>();
     const items: { ref: string; raw: string; message: HiveMessage | null; error: HiveError | null }[] = [];
     // The commit records first (an agent's turns), then what was sent: the filesystem's order.
+    let lastRecord = 0;
     for (let seq = mark.commit.seq; items.length < limit; ) {
       const m = await this.nextOn(`${this.prefix}_OUT`, this.commitSubject(sender), seq);
       if (!m) break;
+      lastRecord = m.seq;
       const record = m.json<CommitRecord>();
       (record.messages ?? []).forEach((message, index) => {
         if (m.seq === mark.commit.seq && index < mark.commit.index) return;
@@ -233,6 +245,11 @@ class JetStreamTransportImpl implements JetStreamTransport {
         if (!done.has(ref) && items.length < limit) items.push({ ref, raw: JSON.stringify(message), message, error: null });
       });
       seq = m.seq + 1;
+    }
+    if (items.length === 0 && lastRecord > mark.commit.seq && !this.handed.get(sender)?.some((i) => i.ref.startsWith('c'))) {
+      // Every record up to here has nothing left to route (turns that sent nothing): the
+      // mark moves past them, or each pass would read them all again.
+      await this.saveMark(sender, { ...mark, commit: { seq: lastRecord + 1, index: 0 } });
     }
     for (let seq = mark.send + 1; items.length < limit; ) {
       const m = await this.nextOn(`${this.prefix}_OUT`, `${this.prefix}.send.${token(sender)}`, seq);
@@ -296,11 +313,15 @@ class JetStreamTransportImpl implements JetStreamTransport {
       } else next = { ...next, send: Number(item.ref.slice(1)) };
     }
     if (!moved) return;
-    this.marks.set(sender, next);
-    await this.routedKv.put(token(sender), enc.encode(JSON.stringify(next)));
+    await this.saveMark(sender, next);
     const keep = handed.filter((i) => !done.has(i.ref));
     this.handed.set(sender, keep);
     for (const r of [...done]) if (!keep.some((i) => i.ref === r) && this.passed(next, r)) done.delete(r);
+  }
+
+  private async saveMark(sender: string, next: RoutedMark): Promise<void> {
+    this.marks.set(sender, next);
+    await this.routedKv.put(token(sender), enc.encode(JSON.stringify(next)));
   }
 
   private passed(mark: RoutedMark, ref: string): boolean {
@@ -353,8 +374,10 @@ class JetStreamTransportImpl implements JetStreamTransport {
       if (isNotFound(err)) throw new HiveError('E_UNKNOWN_AGENT', `No inbox for "${id}" (stream ${this.inboxStream(id)} does not exist)`);
       throw err;
     }
+    // The ids of the last DEDUPE_HORIZON entries: the same horizon as the filesystem's inbox
+    // logs (doneCap), however long the inbox has grown.
     const ids = new Set<string>();
-    for (const e of await this.read(id, 0)) ids.add(e.id);
+    for (const e of await this.read(id, Math.max(0, last - DEDUPE_HORIZON))) ids.add(e.id);
     return { last, ids, queue: Promise.resolve() };
   }
 
@@ -372,7 +395,14 @@ class JetStreamTransportImpl implements JetStreamTransport {
           outcomes.push(null as unknown as DeliveryOutcome);
         }
       }
-      const acks = await this.publishInOrder(recipient, state, fresh);
+      let acks;
+      try {
+        acks = await this.publishInOrder(recipient, state, fresh);
+      } catch (err) {
+        // Some of the batch may have landed: the next delivery reads the inbox again.
+        this.inboxes.delete(recipient);
+        throw err;
+      }
       let k = 0;
       for (let i = 0; i < outcomes.length; i++) {
         if (outcomes[i] !== null) continue;
@@ -406,11 +436,15 @@ class JetStreamTransportImpl implements JetStreamTransport {
       // before it as the last one stored. One that lands is right after its predecessor,
       // whoever wrote that; a write by anyone else in between fails it.
       const before = state.last;
+      // A fresh Nats-Msg-Id per attempt (the chain needs one): JetStream's own duplicate
+      // check never answers for us. A duplicate ack would claim a store it may not have made
+      // (a seq-0 duplicate after a leader change): our ids and the expectations are the check.
+      const attemptIds = todo.map((k) => `${fresh[k]!.id}~${randomUUID().slice(0, 8)}`);
       const results = await Promise.allSettled(
         todo.map((k, n) =>
           this.js.publish(this.inboxSubject(recipient), enc.encode(JSON.stringify(fresh[k]!)), {
-            msgID: fresh[k]!.id,
-            expect: n === 0 ? { lastSequence: state.last } : { lastMsgID: fresh[todo[n - 1]!]!.id },
+            msgID: attemptIds[n]!,
+            expect: n === 0 ? { lastSequence: state.last } : { lastMsgID: attemptIds[n - 1]! },
           }),
         ),
       );
@@ -418,9 +452,11 @@ class JetStreamTransportImpl implements JetStreamTransport {
       results.forEach((r, n) => {
         const k = todo[n]!;
         if (r.status === 'rejected') conflict ??= r.reason;
+        else if (r.value.duplicate || r.value.seq <= 0) conflict ??= new Error(`wrong last sequence: an unexpected duplicate ack (seq ${r.value.seq})`);
         else {
-          out[k] = r.value.duplicate ? 'duplicate' : r.value.seq;
-          if (!r.value.duplicate) state.last = Math.max(state.last, r.value.seq);
+          out[k] = r.value.seq;
+          state.ids.add(fresh[k]!.id); // known at once: a later failure of the batch must not forget it
+          state.last = Math.max(state.last, r.value.seq);
         }
       });
       if (conflict === null) continue;
@@ -566,6 +602,7 @@ class JetStreamAgentLink implements AgentLink {
   private readonly owner = randomUUID();
   private readonly listeners = new Set<() => void>();
   private sub: Subscription | null = null;
+  private poll: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly t: JetStreamTransportImpl,
@@ -610,13 +647,14 @@ class JetStreamAgentLink implements AgentLink {
   onWork(listener: () => void): () => void {
     this.listeners.add(listener);
     // A delivery is a publish on the inbox's subject: every subscriber sees it, wherever it runs.
+    // A replicated stream may not have stored it yet when the subscriber hears it, and a
+    // fetch then finds nothing: a poll makes sure a missed one costs latency, never a message.
     this.sub ??= this.t.nc.subscribe(this.t.inboxSubject(this.agentId), { callback: () => this.notify() });
+    this.poll ??= setInterval(() => this.notify(), this.t.pollMs);
+    this.poll.unref();
     return () => {
       this.listeners.delete(listener);
-      if (this.listeners.size === 0) {
-        this.sub?.unsubscribe();
-        this.sub = null;
-      }
+      if (this.listeners.size === 0) this.quiet();
     };
   }
 
@@ -624,10 +662,16 @@ class JetStreamAgentLink implements AgentLink {
     for (const l of this.listeners) l();
   }
 
-  close(): void {
-    this.listeners.clear();
+  private quiet(): void {
     this.sub?.unsubscribe();
     this.sub = null;
+    if (this.poll) clearInterval(this.poll);
+    this.poll = null;
+  }
+
+  close(): void {
+    this.listeners.clear();
+    this.quiet();
     this.onClose();
   }
 }

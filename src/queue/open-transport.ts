@@ -18,7 +18,7 @@ export async function openHostTransport(
   const files = createFsTransport(root, options);
   if (!cluster) return files;
   const [{ createJetStreamTransport }, { createClusterTransport }] = await Promise.all([import('./jetstream-transport.ts'), import('./cluster-transport.ts')]);
-  const js = await createJetStreamTransport({ servers: cluster.servers, prefix: cluster.prefix, replicas: cluster.replicas });
+  const js = await createJetStreamTransport({ servers: cluster.servers, prefix: cluster.prefix, replicas: cluster.replicas, ...(options.pollMs ? { pollMs: options.pollMs } : {}) });
   const known = new Set(cluster.agents);
   const pinned = new Set(cluster.local);
   const local = { has: options.isLocal ?? ((id: string) => pinned.has(id)) };

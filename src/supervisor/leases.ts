@@ -27,9 +27,11 @@ interface LeaseKv {
 }
 
 const enc = new TextEncoder();
+const keyOf = (agent: string) => agent.replaceAll('.', '=');
 
 export class LeaseKeeper {
   private readonly held = new Map<string, { revision: number; renewedAt: number }>();
+  private readonly starting = new Set<Promise<unknown>>();
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private stopped = false;
@@ -49,6 +51,7 @@ export class LeaseKeeper {
     const kv = await whileStarting(() => new Kvm(nc).create(`${cluster.prefix}_leases`, { ttl: cluster.leaseMs, history: 1, replicas: cluster.replicas }));
     const keeper = new LeaseKeeper(kv, () => nc.close(), cluster, agents, hooks);
     await keeper.tick();
+    await keeper.started();
     keeper.schedule();
     return keeper;
   }
@@ -70,47 +73,71 @@ export class LeaseKeeper {
     return enc.encode(JSON.stringify({ host: this.cluster.host, pid: process.pid, at: new Date().toISOString() }));
   }
 
+  /**
+   * One pass: every held lease renewed at once, then every free one tried. A renewal that
+   * fails for want of an answer is tried again next pass; the agent is stopped only when
+   * another machine holds the key, or when two thirds of `leaseMs` passed since the last
+   * renewal (before the key can expire on the server, so two machines never both run it).
+   * The start and stop of agents run beside the pass, never inside it: a slow one must not
+   * hold up the renewal of the others.
+   */
   private async tick(): Promise<void> {
-    for (const agent of this.agents) {
-      if (this.stopped) return;
-      const key = agent.replaceAll('.', '=');
-      const mine = this.held.get(agent);
-      if (mine) {
+    const now = Date.now();
+    await Promise.all(
+      [...this.held].map(async ([agent, mine]) => {
         try {
-          mine.revision = await this.kv.update(key, this.value(), mine.revision);
+          mine.revision = await this.kv.update(keyOf(agent), this.value(), mine.revision);
           mine.renewedAt = Date.now();
         } catch (err) {
-          // Too late or cut off: another machine may hold it now. Stop it here.
+          const taken = /wrong last sequence/i.test(errorMessage(err));
+          if (!taken && now - mine.renewedAt < (this.cluster.leaseMs * 2) / 3) return; // tried again next pass
           this.held.delete(agent);
           this.hooks.log({ type: 'cluster.lease-lost', agent, host: this.cluster.host, error: errorMessage(err) });
-          await this.hooks.lost(agent, errorMessage(err)).catch(() => undefined);
+          void this.hooks.lost(agent, errorMessage(err)).catch(() => undefined);
         }
-        continue;
-      }
-      let revision: number;
-      try {
-        revision = await this.kv.create(key, this.value());
-      } catch {
-        continue; // held by a live machine
-      }
-      this.held.set(agent, { revision, renewedAt: Date.now() });
-      this.hooks.log({ type: 'cluster.lease-acquired', agent, host: this.cluster.host });
-      try {
-        await this.hooks.acquired(agent);
-      } catch (err) {
-        this.hooks.log({ type: 'cluster.lease-start-failed', agent, host: this.cluster.host, error: errorMessage(err) });
-      }
-    }
+      }),
+    );
+    if (this.stopped) return;
+    await Promise.all(
+      this.agents
+        .filter((a) => !this.held.has(a))
+        .map(async (agent) => {
+          let revision: number;
+          try {
+            revision = await this.kv.create(keyOf(agent), this.value());
+          } catch {
+            return; // held by a live machine (or no answer: tried again next pass)
+          }
+          if (this.stopped) {
+            await this.kv.delete(keyOf(agent), { previousSeq: revision }).catch(() => undefined);
+            return;
+          }
+          this.held.set(agent, { revision, renewedAt: Date.now() });
+          this.hooks.log({ type: 'cluster.lease-acquired', agent, host: this.cluster.host });
+          this.starting.add(
+            this.hooks.acquired(agent).catch((err) => this.hooks.log({ type: 'cluster.lease-start-failed', agent, host: this.cluster.host, error: errorMessage(err) })),
+          );
+        }),
+    );
+  }
+
+  /** Waits for the agents this machine took to have started (start-up waits for the first pass). */
+  async started(): Promise<void> {
+    await Promise.all([...this.starting]);
+    this.starting.clear();
+  }
+
+  /** Stops taking and renewing leases (a stopping supervisor, before its agents stop). */
+  async halt(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.ticking?.catch(() => undefined);
   }
 
   /** Stops renewing and gives the leases back, so another machine takes them at once. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.ticking?.catch(() => undefined);
-    for (const [agent, { revision }] of this.held) {
-      await this.kv.delete(agent.replaceAll('.', '='), { previousSeq: revision }).catch(() => undefined);
-    }
+    await this.halt();
+    await Promise.all([...this.held].map(([agent, { revision }]) => this.kv.delete(keyOf(agent), { previousSeq: revision }).catch(() => undefined)));
     this.held.clear();
     await this.close().catch(() => undefined);
   }

@@ -203,6 +203,7 @@ export class Supervisor {
     this.closing = true;
     await this.control?.close();
     await this.hooks?.close();
+    await this.leases?.halt(); // no lease taken while stopping
     await this.router.stop();
     await this.agents.stopAll();
     await this.leases?.stop(); // given back once the agents are stopped: another machine takes them at once
