@@ -2,8 +2,9 @@
 // (ip netns, a veth pair into a bridge): a three-node nats-server cluster with R3 streams
 // and a supervisor per machine. Six echo agents are placed by lease; the client runs on h1.
 // While BENCH-free load runs (TEST_CLUSTER_REQUESTS requests, default 2,000):
-//   1. h3's supervisor and its nats-server are SIGKILLed: its agents resume on h1 and h2;
-//      then h3 comes back (nats-server and supervisor) and rejoins;
+//   1. h3 (started first, so it holds every agent's lease) has its supervisor and its
+//      nats-server SIGKILLed: its agents resume on h1 and h2; then h3 comes back
+//      (nats-server and supervisor) and rejoins;
 //   2. h2 is cut off (its link down) for 8 s and healed.
 // Invariants: every request answered exactly once (0 lost, 0 duplicated); each agent's last
 // commit counts exactly the requests sent to it; nothing arrives twice after the returns.
@@ -141,8 +142,8 @@ try {
   log('three nats-servers, one per namespace');
   await Promise.all(HOSTS.map((h) => startNats(h)));
   await new Promise((r) => setTimeout(r, 1_500)); // routes between them, a meta leader
-  log('three supervisors');
-  for (const h of HOSTS) await startSupervisor(h);
+  log('three supervisors, h3 first: it takes the six leases, so its death moves them all');
+  for (const h of [...HOSTS].reverse()) await startSupervisor(h);
   // The checker talks to h1's server: h1 is never killed or cut off.
   const t = await createJetStreamTransport({ servers: [servers.split(',')[0]!], prefix });
   const replies = new Map<string, number>();
