@@ -122,6 +122,22 @@ describe.skipIf(missing !== null)('cluster mode: two machines on one nats-server
         expect(at.context.cursor, agent).toBe(mine);
         link.close();
       }
+      // The people in the loop, on the other machine: a question from the client (h1) to god
+      // is listed by h2's `hive ask`, answered with h2's `hive answer`, and the answer reaches
+      // the client; `hive inbox` on h2 shows the client's inbox (a JetStream stream).
+      const question = createMessage({ from: 'client', to: 'god', act: 'query', body: 'ship it?', needs_human: true });
+      await t.send([question]);
+      let asked = '';
+      for (const until = Date.now() + 15_000; !asked.includes(question.id) && Date.now() < until; await new Promise((r) => setTimeout(r, 100))) asked = (await cli(['ask', '--root', r2])).stdout;
+      expect(asked).toContain(`ASK ME ${question.id}  from client`);
+      expect((await cli(['answer', question.id, '--body', 'yes', '--root', r2])).code).toBe(0);
+      let answer: HiveMessage | undefined;
+      for (const until = Date.now() + 15_000; !answer && Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
+        answer = (await replies(t)).find((m) => m.in_reply_to === question.id);
+      }
+      expect(answer).toMatchObject({ from: 'god', body: 'yes', conversation: question.conversation });
+      const inbox = await cli(['inbox', 'client', '--root', r2, '--json']);
+      expect((JSON.parse(inbox.stdout) as { messages: unknown[] }).messages).toHaveLength(REQUESTS + 1);
     } finally {
       t.close();
       for (const m of [h1, h2]) m.child.kill('SIGTERM');

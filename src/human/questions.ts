@@ -1,6 +1,6 @@
 import { agentPaths } from '../layout/paths.ts';
 import { readJsonFile } from '../fs/atomic.ts';
-import { listInbox } from '../queue/inbox.ts';
+import { listInbox, type InboxRow } from '../queue/inbox.ts';
 import { writeOutbox } from '../queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../protocol/message.ts';
 import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
@@ -77,10 +77,11 @@ function answered(root: string): Map<string, { answer_id: string; at: string }> 
  * Questions in god's inbox, oldest first; `open` only when asked.
  * @example listQuestions(root, { open: true })
  */
-export function listQuestions(root: string, options: { open?: boolean } = {}): Question[] {
+export function listQuestions(root: string, options: { open?: boolean; inbox?: InboxRow[] } = {}): Question[] {
   const answers = answered(root);
   const out: Question[] = [];
-  const rows = listInbox(root, GOD_ID).map((row) => ({ row, m: row.message }));
+  // `inbox`: god's inbox as read through the transport (cluster mode); else the local log.
+  const rows = (options.inbox ?? listInbox(root, GOD_ID)).map((row) => ({ row, m: row.message }));
   const withdrawals = rows.filter((r) => r.m && isWithdrawal(r.m)) as { row: (typeof rows)[number]['row']; m: HiveMessage }[];
   for (const { row, m } of rows) {
     if (!m || !isQuestion(m)) continue;
@@ -115,8 +116,8 @@ export function listQuestions(root: string, options: { open?: boolean } = {}): Q
  * Answering twice is refused (E_CONFLICT) unless `again` is set.
  * @example const reply = answerQuestion(root, questionId, 'playful');
  */
-export function answerQuestion(root: string, questionId: string, body: string, options: { again?: boolean } = {}): HiveMessage {
-  const q = listQuestions(root).find((x) => x.id === questionId);
+export function answerQuestion(root: string, questionId: string, body: string, options: { again?: boolean; inbox?: InboxRow[] } = {}): HiveMessage {
+  const q = listQuestions(root, options.inbox ? { inbox: options.inbox } : {}).find((x) => x.id === questionId);
   if (!q) throw new HiveError('E_NOT_FOUND', `No question ${JSON.stringify(questionId)} in god's inbox; list them with \`hive ask\``);
   if (q.withdrawn) {
     throw new HiveError('E_CONFLICT', `Question ${questionId} was withdrawn by ${q.from} at ${q.withdrawn.at} (${q.withdrawn.reason}); no answer was sent`);

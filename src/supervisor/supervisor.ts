@@ -1,3 +1,4 @@
+import { GodInboxView } from './god-inbox-view.ts';
 import { LeaseKeeper } from './leases.ts';
 import { leasedAgents, runsHere } from './cluster.ts';
 import fs from 'node:fs';
@@ -161,6 +162,7 @@ export class Supervisor {
         });
         phase('leases');
       }
+      if (this.config.cluster) this.godInbox = await GodInboxView.start(this.root);
       // Memory actors start now but do not hold up `ready` (routing does not need them).
       this.memory.start();
       const kicked = sendKickoff(this.root, this.config.kickoff);
@@ -188,6 +190,7 @@ export class Supervisor {
 
   /** Graceful stop: routing stops, each actor finishes (or abandons) its turn, the lock is released. */
   private leases: LeaseKeeper | null = null;
+  private godInbox: GodInboxView | null = null; // cluster mode: god's inbox as JetStream holds it
 
   /** Cluster mode: this machine took an unpinned agent's lease: it starts here from its last commit. */
   private async startLeased(id: string): Promise<void> {
@@ -207,6 +210,7 @@ export class Supervisor {
     await this.router.stop();
     await this.agents.stopAll();
     await this.leases?.stop(); // given back once the agents are stopped: another machine takes them at once
+    this.godInbox?.close();
     await this.memory.stop();
     this.ctx.notices.close();
     appendEvent(this.root, { type: 'hive.stopped', pid: process.pid });
@@ -274,12 +278,12 @@ export class Supervisor {
 
   /** Open (or all) questions for the people in the loop. */
   questions(options: { open?: boolean } = {}): Question[] {
-    return listQuestions(this.root, options);
+    return listQuestions(this.root, { ...options, ...(this.godInbox ? { inbox: this.godInbox.current() } : {}) });
   }
 
   /** Answers a question; the router delivers it to the asker at once. */
   answer(questionId: string, body: string, options: { again?: boolean } = {}): HiveMessage {
-    const reply = answerQuestion(this.root, questionId, body, options);
+    const reply = answerQuestion(this.root, questionId, body, { ...options, ...(this.godInbox ? { inbox: this.godInbox.current() } : {}) });
     this.kickRouter([reply.from]);
     return reply;
   }

@@ -1,6 +1,5 @@
 import { requireAgent } from '../../layout/ensure.ts';
-import { listInbox } from '../../queue/inbox.ts';
-import { committedCursor } from '../../queue/committed-cursor.ts';
+import { inboxRows, openToolTransport } from '../../queue/tool-transport.ts';
 import { listDeadLetters } from '../../queue/dead-letter.ts';
 import { JSON_OPTION, ROOT_OPTION, agentArg, rootOf, type Command } from '../args.ts';
 import { terminalLine } from '../terminal.ts';
@@ -15,10 +14,18 @@ export const inboxCommand: Command = {
     const root = rootOf(args, io);
     const agent = agentArg(this, args.positionals[0]!);
     requireAgent(root, agent);
-    const cursor = committedCursor(root, agent);
+    // Through the transport: in cluster mode the inbox is a JetStream stream, wherever the agent runs.
+    const transport = await openToolTransport(root);
+    let cursor: number;
+    let inbox: Awaited<ReturnType<typeof inboxRows>>;
+    try {
+      [cursor, inbox] = await Promise.all([transport.cursor(agent), inboxRows(transport, agent)]);
+    } finally {
+      transport.close();
+    }
     // Passed by the cursor because it was dead-lettered as poison, not handled.
     const poisoned = new Set(listDeadLetters(root).flatMap((d) => (d.reason?.code === 'E_POISON' && d.reason.agent === agent ? [d.name.replace(`poison-${agent}-`, '')] : [])));
-    const rows = listInbox(root, agent).map((r) => {
+    const rows = inbox.map((r) => {
       const m = r.message;
       const state = poisoned.has(`${String(r.seq).padStart(12, '0')}-${r.id}.json`) ? 'poisoned' : r.seq <= cursor ? 'done' : 'pending';
       return {

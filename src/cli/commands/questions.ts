@@ -1,4 +1,6 @@
 import { listQuestions, answerQuestion } from '../../human/questions.ts';
+import { inboxRows, openToolTransport } from '../../queue/tool-transport.ts';
+import { GOD_ID } from '../../protocol/agent-id.ts';
 import { controlRequest } from '../../supervisor/control.ts';
 import { isHiveError } from '../../errors.ts';
 import { requireHive } from '../../layout/ensure.ts';
@@ -14,7 +16,15 @@ export const askCommand: Command = {
   async run(args, io) {
     const root = rootOf(args, io);
     requireHive(root);
-    const questions = listQuestions(root, { open: !args.values.all });
+    // God's inbox through the transport: in cluster mode it is a JetStream stream.
+    const transport = await openToolTransport(root);
+    let inbox;
+    try {
+      inbox = await inboxRows(transport, GOD_ID);
+    } finally {
+      transport.close();
+    }
+    const questions = listQuestions(root, { open: !args.values.all, inbox });
     if (args.values.json) {
       io.out(`${JSON.stringify({ questions }, null, 2)}\n`);
       return 0;
