@@ -51,7 +51,24 @@ export function hiveState(root: string): string {
       return '(none)';
     }
   };
-  return [`log.jsonl, last lines:\n${tail(path.join(root, 'log.jsonl'), 25)}`, `counter/: ${files(dir)}`, `counter/inbox/: ${files(path.join(dir, 'inbox'))}`, `inflight.json: ${tail(path.join(dir, 'inflight.json'), 1)}`, `inbox/.synced: ${tail(path.join(dir, 'inbox', '.synced'), 1)}`].join('\n');
+  // The provider processes the ledger names, as /proc sees them (a turn waiting on one).
+  const providers = (() => {
+    try {
+      const list = JSON.parse(fs.readFileSync(path.join(dir, 'providers.json'), 'utf8')) as { pid: number }[];
+      return list.map((r) => {
+        try {
+          const status = fs.readFileSync(`/proc/${r.pid}/status`, 'utf8').split('\n').filter((l) => /^(State|PPid|SigBlk|SigIgn)/.test(l)).join(', ');
+          const cmd = fs.readFileSync(`/proc/${r.pid}/cmdline`, 'utf8').split('\0').join(' ').slice(0, 200);
+          return `${r.pid}: ${status}; ${cmd}`;
+        } catch {
+          return `${r.pid}: gone`;
+        }
+      }).join('\n  ');
+    } catch (err) {
+      return `(${(err as Error).message})`;
+    }
+  })();
+  return [`log.jsonl, last lines:\n${tail(path.join(root, 'log.jsonl'), 25)}`, `counter/: ${files(dir)}`, `counter/inbox/: ${files(path.join(dir, 'inbox'))}`, `inflight.json: ${tail(path.join(dir, 'inflight.json'), 1)}`, `inbox/.synced: ${tail(path.join(dir, 'inbox', '.synced'), 1)}`, `providers.json:\n  ${providers}`, `pids: ${tail(path.join(root, 'pids'), 8)}`].join('\n');
 }
 
 export function replies(root: string): HiveMessage[] {
