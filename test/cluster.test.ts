@@ -122,6 +122,9 @@ describe.skipIf(missing !== null)('cluster mode: two machines on one nats-server
         expect(at.context.cursor, agent).toBe(mine);
         link.close();
       }
+      // h1's status reads the cursor and depth of h2's agent from JetStream.
+      const json = JSON.parse((await cli(['status', '--root', r1, '--json'])).stdout) as { actors: { id: string; cursor: number; inboxDepth: number }[] };
+      expect(json.actors.find((a) => a.id === 'echo-b')).toMatchObject({ cursor: requests.filter((r) => r.to === 'echo-b').length, inboxDepth: 0 });
       // The people in the loop, on the other machine: a question from the client (h1) to god
       // is listed by h2's `hive ask`, answered with h2's `hive answer`, and the answer reaches
       // the client; `hive inbox` on h2 shows the client's inbox (a JetStream stream).

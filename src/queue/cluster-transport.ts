@@ -75,6 +75,9 @@ export function createClusterTransport(js: JetStreamTransport, files: FsTranspor
     cursor(recipient: string) {
       return js.cursor(recipient);
     },
+    depth(recipient: string) {
+      return js.depth(recipient);
+    },
     agent(id: string): AgentLink {
       return js.agent(id);
     },

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
 import type { HiveMessage } from '../protocol/message.ts';
-import { InboxReader, type InboxEntry } from './inbox.ts';
+import { InboxReader, inboxDepth, type InboxEntry } from './inbox.ts';
 import { InboxWriter, type InboxWriterOptions } from './inbox-writer.ts';
 import { encodeMessage, markSent, readOutbox, writeOutboxAsync } from './outbox.ts';
 import { committedCursor } from './committed-cursor.ts';
@@ -139,6 +139,9 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     },
     async cursor(recipient: string) {
       return committedCursor(root, recipient);
+    },
+    async depth(recipient: string) {
+      return inboxDepth(root, recipient, committedCursor(root, recipient));
     },
     agent(id: string) {
       links.get(id)?.close();

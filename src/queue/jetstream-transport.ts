@@ -522,6 +522,11 @@ class JetStreamTransportImpl implements JetStreamTransport {
     return (await this.lastCommit(recipient))?.record.context.cursor ?? 0;
   }
 
+  async depth(recipient: string): Promise<number> {
+    const [last, cursor] = await Promise.all([this.lastSeqOf(recipient).catch((err) => (isNotFound(err) ? 0 : Promise.reject(err))), this.cursor(recipient)]);
+    return Math.max(0, last - cursor);
+  }
+
   async lastCommit(agent: string): Promise<{ seq: number; record: CommitRecord } | null> {
     try {
       const m = await this.jsm.streams.getMessage(`${this.prefix}_OUT`, { last_by_subj: this.commitSubject(agent) });
@@ -688,5 +693,5 @@ function guard(proto: object, names: string[]): void {
     };
   }
 }
-guard(JetStreamTransportImpl.prototype, ['ensureAgent', 'send', 'pending', 'settle', 'reject', 'deadLetterCopy', 'deliver', 'read', 'cursor', 'setup']);
+guard(JetStreamTransportImpl.prototype, ['ensureAgent', 'send', 'pending', 'settle', 'reject', 'deadLetterCopy', 'deliver', 'read', 'cursor', 'depth', 'setup']);
 guard(JetStreamAgentLink.prototype, ['restore', 'fetch', 'commit']);

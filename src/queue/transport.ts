@@ -39,6 +39,8 @@ export interface Transport {
   read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]>;
   /** The recipient's committed cursor: the last seq its last commit handled (0 before any). */
   cursor(recipient: string): Promise<number>;
+  /** Entries delivered to the recipient after its committed cursor (the inbox depth), in one small read. */
+  depth(recipient: string): Promise<number>;
   /** The agent's side of the transport: what its actor reads, commits and waits on. */
   agent(id: string): AgentLink;
   /** Lets go of what the transport holds open (files, connections, the links it opened). */

@@ -68,6 +68,16 @@ export function describeTransportConformance(name: string, make: TransportFactor
       expect(await t.cursor('b')).toBe(7);
     });
 
+    it('depth is what was delivered after the committed cursor', async () => {
+      const t = await make();
+      expect(await t.depth('c')).toBe(0);
+      await t.deliver('c', Array.from({ length: 5 }, (_, i) => msg('a', 'c', String(i))));
+      expect(await t.depth('c')).toBe(5);
+      const link = t.agent('c');
+      await link.commit({ ...(await link.restore()).context, cursor: 3 }, []);
+      expect(await t.depth('c')).toBe(2);
+    });
+
     it('concurrent deliveries to one recipient get distinct gap-free seqs', async () => {
       const t = await make();
       const batches = Array.from({ length: 10 }, (_, k) => Array.from({ length: 10 }, (_, i) => msg('a', 'b', `${k}.${i}`)));

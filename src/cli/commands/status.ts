@@ -10,6 +10,7 @@ import { offlineMachineState } from '../../agent/machine-state.ts';
 import { JSON_OPTION, ROOT_OPTION, rootOf, type Command } from '../args.ts';
 import { painter, statusColour } from '../colour.ts';
 import { readClusterFile } from '../../supervisor/cluster-file.ts';
+import { openToolTransport } from '../../queue/tool-transport.ts';
 
 /** What the disk says when no supervisor is running. */
 function offlineStatus(root: string): ActorStatus[] {
@@ -44,6 +45,19 @@ function offlineStatus(root: string): ActorStatus[] {
     });
 }
 
+async function withClusterDepths(root: string, actors: ActorStatus[]): Promise<ActorStatus[]> {
+  const transport = await openToolTransport(root);
+  try {
+    return await Promise.all(
+      actors.map(async (a) => (a.kind === 'agent' || a.kind === 'passive' ? { ...a, cursor: await transport.cursor(a.id), inboxDepth: await transport.depth(a.id) } : a)),
+    );
+  } catch {
+    return actors; // NATS not answering: the local view, as without a cluster
+  } finally {
+    transport.close();
+  }
+}
+
 /** The state column: a turn running for a second or more says for how long (`thinking for 12 min`). */
 export function stateText(a: Pick<ActorStatus, 'state' | 'busyMs'>): string {
   if (a.busyMs === null || a.busyMs < 1_000) return a.state;
@@ -76,6 +90,9 @@ export const statusCommand: Command = {
       actors = offlineStatus(root);
     }
     const cluster = readClusterFile(root);
+    // In cluster mode the inboxes and commit records are JetStream's: the INBOX and CURSOR
+    // columns are read there, wherever each agent runs.
+    if (cluster) actors = await withClusterDepths(root, actors);
     if (args.values.json) {
       io.out(`${JSON.stringify({ root, running, actors, ...(cluster ? { cluster } : {}) }, null, 2)}\n`);
       return 0;
