@@ -46,9 +46,23 @@ export class LeaseKeeper {
 
   /** Connects, takes the leases it can, and keeps them (ticks every `leaseMs / 3`). */
   static async start(cluster: ClusterConfig, agents: string[], hooks: LeaseHooks): Promise<LeaseKeeper> {
-    const [{ connect }, { Kvm }, { whileStarting }] = await Promise.all([import('@nats-io/transport-node'), import('@nats-io/kv'), import('../queue/jetstream-transport.ts')]);
+    const [{ connect }, { Kvm }, { jetstreamManager }, { whileStarting }] = await Promise.all([
+      import('@nats-io/transport-node'),
+      import('@nats-io/kv'),
+      import('@nats-io/jetstream'),
+      import('../queue/jetstream-transport.ts'),
+    ]);
     const nc = await connect({ servers: cluster.servers, name: `hive-${cluster.prefix}-leases-${cluster.host}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, pingInterval: 2_000, maxPingOut: 2 });
     const kv = await whileStarting(() => new Kvm(nc).create(`${cluster.prefix}_leases`, { ttl: cluster.leaseMs, history: 1, replicas: cluster.replicas }));
+    // The bucket keeps the TTL it was made with; a changed leaseMs is written into it here,
+    // or leases would expire between renewals (or outlive a dead machine for too long).
+    const info = (await kv.status()).streamInfo;
+    const maxAgeNs = cluster.leaseMs * 1_000_000;
+    if (info.config.max_age !== maxAgeNs) {
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.update(info.config.name, { ...info.config, max_age: maxAgeNs });
+      hooks.log({ type: 'cluster.lease-ttl-changed', host: cluster.host, from_ms: Math.round(info.config.max_age / 1_000_000), to_ms: cluster.leaseMs });
+    }
     const keeper = new LeaseKeeper(kv, () => nc.close(), cluster, agents, hooks);
     await keeper.tick();
     await keeper.started();
