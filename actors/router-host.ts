@@ -13,7 +13,6 @@ import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
 import { routerMachine } from '../machines/router.ts';
 import { GOD_ID } from '../src/protocol/agent-id.ts';
 import { openHostTransport } from '../src/queue/open-transport.ts';
-import type { JetStreamTransport } from '../src/queue/jetstream-transport.ts';
 import { durabilityOf } from '../src/queue/cluster-durability.ts';
 import type { ClusterFile } from '../src/supervisor/cluster.ts';
 import { clusterFilePath } from '../src/supervisor/cluster-file.ts';
@@ -191,7 +190,7 @@ function resumed(): void {
  * What this cluster setup can promise (src/queue/cluster-durability.ts): logged, and kept
  * in `cluster.json` for `hive status` and `hive start` to show.
  */
-async function reportDurability(js: JetStreamTransport, cluster: NonNullable<typeof init.cluster>): Promise<void> {
+async function reportDurability(js: NonNullable<typeof transport.jetstream>, cluster: NonNullable<typeof init.cluster>): Promise<void> {
   const setup = await js.setup();
   const report = durabilityOf(setup.serverVersion, setup.replicas);
   writeJsonAtomic(clusterFilePath(init.root), { host: cluster.host, servers: cluster.servers, prefix: cluster.prefix, local: cluster.local, placement: cluster.placement, ...report, checked_at: new Date().toISOString() } satisfies ClusterFile);
@@ -221,8 +220,8 @@ const api: RouterHostApi = {
       // Every agent of the hive has an inbox stream, wherever it runs. A commit by one of
       // this machine's agents (the port's kick also says so), or a send over NATS by a
       // sender that runs here, is routed here.
-      const js = (transport as unknown as { jetstream: JetStreamTransport }).jetstream;
-      for (const id of new Set([...init.cluster.agents, ...directory().all])) await js.ensureAgent(id);
+      const js = transport.jetstream!;
+      await Promise.all([...new Set([...init.cluster.agents, ...directory().all])].map((id) => js.ensureAgent(id)));
       stopCommits = js.onSent((sender) => runsHere(sender) && outboxChanged([sender]));
       outboxChanged();
       await reportDurability(js, init.cluster);

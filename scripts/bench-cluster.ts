@@ -11,11 +11,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import { median, round, summarize } from './bench/stats.ts';
 import { checkCounts, type Peer, type PeerCheck } from './bench/peers/peer.ts';
+import { peerWorkload } from './bench/peers/workload.ts';
 import { startHivePeer } from './bench/peers/hive.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { writeOutboxAsync } from '../src/queue/outbox.ts';
@@ -36,20 +36,6 @@ const missing = natsUnavailable();
 if (missing) {
   process.stdout.write(`${JSON.stringify({ benchmark: 'cluster', skipped: missing }, null, 2)}\n`);
   process.exit(0);
-}
-
-function cpuMs(pids: number[]): number {
-  const self = process.cpuUsage();
-  let ms = (self.user + self.system) / 1000;
-  for (const pid of pids) {
-    try {
-      const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ms += ((Number(fields[11]) + Number(fields[12])) / 100) * 1000;
-    } catch {
-      // gone (the failover phase kills one)
-    }
-  }
-  return ms;
 }
 
 interface Machine {
@@ -119,56 +105,14 @@ async function startClusterPeer(server: NatsServer): Promise<Peer & { machines: 
   };
 }
 
-const sent: Record<string, string[]> = {};
-function requests(peer: Peer, n: number, tag: string, to?: string) {
-  const out = Array.from({ length: n }, (_, i) => ({ id: `${tag}-${i}-${randomUUID().slice(0, 8)}`, to: to ?? AGENTS[i % AGENTS.length]!, body: `${tag} ${i}` }));
-  (sent[peer.name] ??= []).push(...out.map((r) => r.id));
-  return out;
-}
-
-async function backlog(peer: Peer, n: number, tag: string): Promise<{ pairsPerSecond: number; cpuMsPerPair: number }> {
-  const batch = requests(peer, n, tag);
-  const waiting = new Set(batch.map((r) => r.id));
-  const done = new Promise<void>((resolve) => {
-    const off = peer.onReplies((ids) => {
-      for (const id of ids) waiting.delete(id);
-      if (waiting.size === 0) {
-        off();
-        resolve();
-      }
-    });
-  });
-  const cpu0 = cpuMs(peer.serverPids ?? []);
-  const t0 = performance.now();
-  progress(`${peer.name}: backlog ${tag} (${n} requests)`);
-  await peer.send(batch);
-  await done;
-  const elapsed = performance.now() - t0;
-  return { pairsPerSecond: (n / elapsed) * 1000, cpuMsPerPair: (cpuMs(peer.serverPids ?? []) - cpu0) / n };
-}
-
-async function roundTrip(peer: Peer, to: string, tag: string): Promise<number> {
-  const [r] = requests(peer, 1, tag, to);
-  const replied = new Promise<void>((resolve) => {
-    const off = peer.onReplies((ids) => {
-      if (ids.includes(r!.id)) {
-        off();
-        resolve();
-      }
-    });
-  });
-  const t0 = performance.now();
-  await peer.send([r!]);
-  await replied;
-  return performance.now() - t0;
-}
+const { sent, backlog, roundTrip } = peerWorkload(AGENTS, progress);
 
 async function roundTrips(peer: Peer, n: number, tag: string): Promise<{ local: number[]; remote: number[] }> {
   const out = { local: [] as number[], remote: [] as number[] };
   progress(`${peer.name}: ${n} round trips ${tag}`);
   for (let i = 0; i < n; i++) {
     const to = AGENTS[i % AGENTS.length]!;
-    (REMOTE.has(to) ? out.remote : out.local).push(await roundTrip(peer, to, `${tag}-${i}`));
+    (REMOTE.has(to) ? out.remote : out.local).push(await roundTrip(peer, `${tag}-${i}`, to));
     await new Promise((res) => setTimeout(res, 2));
   }
   return out;

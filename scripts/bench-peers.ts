@@ -10,11 +10,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { rawDurableWriteRate } from './bench/disk.ts';
 import { median, round, summarize } from './bench/stats.ts';
 import type { Peer, PeerCheck } from './bench/peers/peer.ts';
 import { startHivePeer } from './bench/peers/hive.ts';
+import { cpuMs, peerWorkload } from './bench/peers/workload.ts';
 import { startSqlitePeer } from './bench/peers/sqlite.ts';
 import { redisUnavailable, startRedisPeer } from './bench/peers/redis.ts';
 
@@ -24,67 +24,16 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const AGENTS = Array.from({ length: 8 }, (_, i) => `echo-${i}`);
 const base = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'hive-bench-peers-'));
 
-/** CPU time (ms) of this process (every thread) and of the given server processes. */
-function cpuMs(pids: number[]): number {
-  const self = process.cpuUsage();
-  let ms = (self.user + self.system) / 1000;
-  const tick = 100; // USER_HZ on Linux
-  for (const pid of pids) {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    ms += ((Number(fields[11]) + Number(fields[12])) / tick) * 1000;
-  }
-  return ms;
-}
-
-const sent: Record<string, string[]> = {};
 const progress = (what: string) => process.stderr.write(`bench:peers: ${what}\n`);
-function requests(peer: Peer, n: number, tag: string) {
-  const out = Array.from({ length: n }, (_, i) => ({ id: `${tag}-${i}-${randomUUID().slice(0, 8)}`, to: AGENTS[i % AGENTS.length]!, body: `${tag} ${i}` }));
-  (sent[peer.name] ??= []).push(...out.map((r) => r.id));
-  return out;
-}
+const { sent, backlog, roundTrip } = peerWorkload(AGENTS, progress);
 
-/** Sends `n` requests at once; resolves when every reply is durable in the client's inbox. */
-async function backlog(peer: Peer, n: number, tag: string): Promise<{ pairsPerSecond: number; cpuMsPerPair: number }> {
-  const batch = requests(peer, n, tag);
-  const waiting = new Set(batch.map((r) => r.id));
-  const done = new Promise<void>((resolve) => {
-    const off = peer.onReplies((ids) => {
-      for (const id of ids) waiting.delete(id);
-      if (waiting.size === 0) {
-        off();
-        resolve();
-      }
-    });
-  });
-  const cpu0 = cpuMs(peer.serverPids ?? []);
-  const t0 = performance.now();
-  progress(`${peer.name}: backlog ${tag} (${n} requests)`);
-  await peer.send(batch);
-  await done;
-  const elapsed = performance.now() - t0;
-  return { pairsPerSecond: (n / elapsed) * 1000, cpuMsPerPair: (cpuMs(peer.serverPids ?? []) - cpu0) / n };
-}
-
-/** One request in flight: durable send → its reply durable in the client's inbox. */
+/** `n` round trips with one request in flight, and the CPU they cost per pair. */
 async function roundTrips(peer: Peer, n: number, tag: string): Promise<{ ms: number[]; cpuMsPerPair: number }> {
   const ms: number[] = [];
   const cpu0 = cpuMs(peer.serverPids ?? []);
   progress(`${peer.name}: ${n} round trips ${tag}`);
   for (let i = 0; i < n; i++) {
-    const [r] = requests(peer, 1, `${tag}-${i}`);
-    const replied = new Promise<void>((resolve) => {
-      const off = peer.onReplies((ids) => {
-        if (ids.includes(r!.id)) {
-          off();
-          resolve();
-        }
-      });
-    });
-    const t0 = performance.now();
-    await peer.send([r!]);
-    await replied;
-    ms.push(performance.now() - t0);
+    ms.push(await roundTrip(peer, `${tag}-${i}`));
     await new Promise((res) => setTimeout(res, 2));
   }
   return { ms, cpuMsPerPair: (cpuMs(peer.serverPids ?? []) - cpu0) / n };

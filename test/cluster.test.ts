@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
 import { tempRoot } from './helpers/temp.ts';
 import { collectLines, startFixture } from './helpers/fixture.ts';
-import { natsUnavailable, startNatsServer, type NatsServer } from './helpers/nats-server.ts';
+import { startNatsServer, type NatsServer } from './helpers/nats-server.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { createJetStreamTransport, type JetStreamTransport } from '../src/queue/jetstream-transport.ts';
@@ -45,7 +45,6 @@ describe('cluster mode: configuration', () => {
 
 // Two supervisors, one per "machine" (h1, h2), one hive on one nats-server: agents split
 // between them, requests and replies crossing from one to the other.
-const missing = natsUnavailable();
 let server: NatsServer | null = null;
 const REQUESTS = 400;
 
@@ -64,11 +63,20 @@ function startMachine(root: string, prefix: string, host: string, mode = 'pinned
   });
 }
 
+/** Exactly one reply per request: none missing, none twice, none to anything else. */
+function expectEachAnsweredOnce(got: HiveMessage[], requests: HiveMessage[]): void {
+  const byRequest = new Map<string, number>();
+  for (const r of got) byRequest.set(r.in_reply_to!, (byRequest.get(r.in_reply_to!) ?? 0) + 1);
+  expect(got.length).toBe(requests.length);
+  expect([...byRequest.values()].every((n) => n === 1)).toBe(true);
+  expect(new Set(byRequest.keys())).toEqual(new Set(requests.map((r) => r.id)));
+}
+
 async function replies(t: JetStreamTransport): Promise<HiveMessage[]> {
   return (await t.read('client', 0)).map((e) => e.message);
 }
 
-describe.skipIf(missing !== null)('cluster mode: two machines on one nats-server', () => {
+describe('cluster mode: two machines on one nats-server', () => {
   beforeAll(async () => {
     server = await startNatsServer();
   });
@@ -106,12 +114,7 @@ describe.skipIf(missing !== null)('cluster mode: two machines on one nats-server
       const deadline = Date.now() + 60_000;
       while ((await replies(t)).length < REQUESTS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
       await new Promise((r) => setTimeout(r, 500)); // a duplicate would show up by now
-      const got = await replies(t);
-      const byRequest = new Map<string, number>();
-      for (const r of got) byRequest.set(r.in_reply_to!, (byRequest.get(r.in_reply_to!) ?? 0) + 1);
-      expect(got.length).toBe(REQUESTS);
-      expect([...byRequest.values()].every((n) => n === 1)).toBe(true);
-      expect(new Set(byRequest.keys())).toEqual(new Set(requests.map((r) => r.id)));
+      expectEachAnsweredOnce(await replies(t), requests);
       // Each echo agent's last commit (in JetStream) holds exactly what it handled.
       for (const agent of ['echo-a', 'echo-b']) {
         const mine = requests.filter((r) => r.to === agent).length;
@@ -188,12 +191,7 @@ describe.skipIf(missing !== null)('cluster mode: two machines on one nats-server
       send(50);
       expect(await waitFor(350, 20_000)).toBe(350);
       await new Promise((r) => setTimeout(r, 1_000)); // a duplicate would show up by now
-      const got = await replies(t);
-      const byRequest = new Map<string, number>();
-      for (const r of got) byRequest.set(r.in_reply_to!, (byRequest.get(r.in_reply_to!) ?? 0) + 1);
-      expect(got.length).toBe(requests.length);
-      expect([...byRequest.values()].every((n) => n === 1)).toBe(true);
-      expect(new Set(byRequest.keys())).toEqual(new Set(requests.map((r) => r.id)));
+      expectEachAnsweredOnce(await replies(t), requests);
       const link = t.agent('echo-x');
       const at = await link.restore();
       expect(at.context.handled).toBe(requests.length);

@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMessage } from '../src/protocol/message.ts';
 import { describeTransportConformance } from './conformance/transport.ts';
 import { createJetStreamTransport, type JetStreamTransport } from '../src/queue/jetstream-transport.ts';
-import { natsUnavailable, startNatsServer, type NatsServer } from './helpers/nats-server.ts';
+import { startNatsServer, type NatsServer } from './helpers/nats-server.ts';
 
 // One nats-server for the file; each case gets its own prefix (its own streams and buckets).
-const missing = natsUnavailable();
 let server: NatsServer | null = null;
 const opened: JetStreamTransport[] = [];
 const prefixOf = new WeakMap<object, string>();
@@ -19,26 +18,20 @@ async function open(prefix: string): Promise<JetStreamTransport> {
   return t;
 }
 
-if (missing) {
-  describe('transport conformance: jetstream', () => {
-    it.skip(`skipped: ${missing}`, () => undefined);
-  });
-} else {
-  beforeAll(async () => {
-    server = await startNatsServer();
-  });
-  afterAll(async () => {
-    for (const t of opened) t.close();
-    await server?.stop();
-  });
-  describeTransportConformance(
-    'jetstream',
-    async () => open(`t${process.pid}_${++n}`),
-    async (t) => open(prefixOf.get(t)!),
-  );
-}
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  for (const t of opened) t.close();
+  await server?.stop();
+});
+describeTransportConformance(
+  'jetstream',
+  async () => open(`t${process.pid}_${++n}`),
+  async (t) => open(prefixOf.get(t)!),
+);
 
-describe.skipIf(missing !== null)('jetstream transport: what it keeps beyond the conformance suite', () => {
+describe('jetstream transport: what it keeps beyond the conformance suite', () => {
   it("dedupe outlives JetStream's duplicate window: a message delivered again after it, by a new instance, is a duplicate", async () => {
     const prefix = `dup${process.pid}`;
     const first = await createJetStreamTransport({ servers: [server!.url], prefix, duplicateWindowMs: 100 });
@@ -68,6 +61,29 @@ describe.skipIf(missing !== null)('jetstream transport: what it keeps beyond the
     expect(await hostA.pending('b')).toEqual([]);
   });
 
+  it('a commit whose ack was lost (stored, then a timeout) is tried again and stands once: no second record, no E_CONFLICT, the next commit follows it', async () => {
+    const t = await open(`ack${process.pid}`);
+    const js = (t as unknown as { js: { publish: (...a: unknown[]) => Promise<unknown> } }).js;
+    const publish = js.publish.bind(js);
+    let drop = true;
+    js.publish = async (...a: unknown[]) => {
+      const ack = await publish(...a);
+      if (drop && String(a[0]).includes('.commit.')) {
+        drop = false;
+        throw Object.assign(new Error('timeout'), { name: 'TimeoutError' }); // stored, but the ack never came
+      }
+      return ack;
+    };
+    const link = t.agent('a');
+    const at = await link.restore();
+    const reply = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'once' });
+    await expect(link.commit({ ...at.context, cursor: 1 }, [reply])).rejects.toMatchObject({ code: 'E_UNAVAILABLE', details: { shortage: 'nats' } });
+    expect(await link.commit({ ...at.context, cursor: 1 }, [reply])).toBe(1); // the retry (the shortage gate's)
+    expect(await link.commit({ ...at.context, cursor: 2 }, [])).toBe(2);
+    expect((await t.pending('a')).map((p) => p.message?.id)).toEqual([reply.id]);
+    expect(await t.cursor('a')).toBe(2);
+  });
+
   it('an item published straight onto a send subject that is not a message is pending with its error, and reject dead-letters it', async () => {
     const t = await open(`junk${process.pid}`);
     const nc = (t as unknown as { nc: { publish(s: string, d: string): void; flush(): Promise<void> } }).nc;
@@ -81,7 +97,7 @@ describe.skipIf(missing !== null)('jetstream transport: what it keeps beyond the
   });
 });
 
-describe.skipIf(missing !== null)('jetstream transport: inboxes shared by two deliverers (two hosts\' routers)', () => {
+describe('jetstream transport: inboxes shared by two deliverers (two hosts\' routers)', () => {
   it('concurrent deliveries from two instances: every id once, seqs gap-free, each deliverer\'s own order kept', async () => {
     const prefix = `shared${process.pid}`;
     const [one, two] = await Promise.all([0, 1].map(async () => {

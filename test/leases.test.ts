@@ -3,9 +3,8 @@ import { connect } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { LeaseKeeper } from '../src/supervisor/leases.ts';
 import type { ClusterConfig } from '../src/config/schema.ts';
-import { natsUnavailable, startNatsServer, type NatsServer } from './helpers/nats-server.ts';
+import { startNatsServer, type NatsServer } from './helpers/nats-server.ts';
 
-const missing = natsUnavailable();
 let server: NatsServer | null = null;
 
 function keeper(host: string, prefix: string, leaseMs: number, running: Set<string>, log: Record<string, unknown>[] = []) {
@@ -17,7 +16,7 @@ function keeper(host: string, prefix: string, leaseMs: number, running: Set<stri
   });
 }
 
-describe.skipIf(missing !== null)('cluster leases (src/supervisor/leases.ts)', () => {
+describe('cluster leases (src/supervisor/leases.ts)', () => {
   beforeAll(async () => {
     server = await startNatsServer();
   });

@@ -154,8 +154,7 @@ export async function whileStarting<T>(step: () => Promise<T>): Promise<T> {
     try {
       return await step();
     } catch (err) {
-      const m = errorMessage(err);
-      if (Date.now() > deadline || !/temporarily unavailable|insufficient resources|no suitable peers|timeout|no responders|503/i.test(m)) throw err;
+      if (Date.now() > deadline || !isUnreachable(err)) throw err;
       await new Promise((r) => setTimeout(r, 250));
     }
   }

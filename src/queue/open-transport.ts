@@ -1,8 +1,13 @@
 import type { ClusterInit } from '../protocol/worker.ts';
 import { createFsTransport, type FsTransportOptions } from './fs-transport.ts';
 import type { Transport } from './transport.ts';
+import type { JetStreamTransport } from './jetstream-transport.ts';
 
-export type HostTransport = Transport & { notify(agents: Iterable<string>): void };
+export type HostTransport = Transport & {
+  notify(agents: Iterable<string>): void;
+  /** Cluster mode: the JetStream transport under it (streams to make, commits to hear of). */
+  jetstream?: JetStreamTransport;
+};
 
 /**
  * The transport a worker opens: the filesystem's on one machine; in cluster mode JetStream

@@ -38,6 +38,8 @@ export interface NatsServer {
  * this resolves. `storeDir` restarts one on an old store.
  */
 export async function startNatsServer(options: { storeDir?: string; port?: number } = {}): Promise<NatsServer> {
+  const missing = natsUnavailable();
+  if (missing) throw new Error(missing); // `npm test`'s pretest installs it; a test never skips for want of it
   const storeDir = options.storeDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'hive-nats-'));
   const port = options.port ?? (await freePort());
   const child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], { stdio: ['ignore', 'ignore', 'pipe'] });
