@@ -97,6 +97,63 @@ describe('jetstream transport: what it keeps beyond the conformance suite', () =
   });
 });
 
+describe('jetstream transport: conversations kept in the cluster', () => {
+  const replica = (commit: number, history: string | null, conversation = '') => ({
+    version: 1 as const,
+    agent: 'b',
+    commit,
+    current: { key: '0b5a6f4e-7d1c-4e8a-9f0b-1c2d3e4f5a6b', started_at: '2026-12-02T00:00:00.000Z', commit: 0 },
+    history,
+    conversation,
+  });
+
+  it('what one owner saved, the next one loads; the stale owner\'s save then fails with E_CONFLICT and changes nothing', async () => {
+    const prefix = `conv${process.pid}`;
+    const [hostA, hostB] = [await open(prefix), await open(prefix)];
+    const stale = hostA.agent('b');
+    expect(await stale.conversation!.load()).toBeNull();
+    await stale.conversation!.save(replica(1, '{"commit":1}'));
+    const owner = hostB.agent('b');
+    expect(await owner.conversation!.load()).toMatchObject({ commit: 1, history: '{"commit":1}' });
+    await owner.conversation!.save(replica(2, '{"commit":2}'));
+    await expect(stale.conversation!.save(replica(2, '{"stale":true}'))).rejects.toMatchObject({ code: 'E_CONFLICT' });
+    expect(await hostA.agent('c').conversation!.load()).toBeNull(); // another agent's key
+    const third = (await open(prefix)).agent('b');
+    expect(await third.conversation!.load()).toMatchObject({ commit: 2, history: '{"commit":2}' });
+  });
+
+  it('a save whose answer was lost (stored, then a timeout) is tried again and stands: no E_CONFLICT, the next save follows it', async () => {
+    const t = await open(`convack${process.pid}`);
+    const link = t.agent('b');
+    await link.conversation!.load();
+    const files = t.files as unknown as { put: (...a: unknown[]) => Promise<number> };
+    const real = files.put.bind(files);
+    let dropped = false;
+    files.put = async (...a: unknown[]) => {
+      const rev = await real(...a);
+      if (!dropped) {
+        dropped = true;
+        throw Object.assign(new Error('TIMEOUT'), { name: 'TimeoutError' });
+      }
+      return rev;
+    };
+    await expect(link.conversation!.save(replica(1, 'h1'))).rejects.toMatchObject({ code: 'E_UNAVAILABLE' });
+    await link.conversation!.save(replica(1, 'h1')); // the actor's retry after the shortage
+    await link.conversation!.save(replica(2, 'h2'));
+    files.put = real;
+    expect(await (await open(`convack${process.pid}`)).agent('b').conversation!.load()).toMatchObject({ commit: 2, history: 'h2' });
+  });
+
+  it('a conversation too large to keep whole is kept without its history (a restore then briefs from conversation.jsonl)', async () => {
+    const t = await open(`convbig${process.pid}`);
+    const link = t.agent('b');
+    await link.conversation!.load();
+    const { randomBytes } = await import('node:crypto');
+    await link.conversation!.save(replica(1, randomBytes(1024 * 1024).toString('base64'), 'user: hi\n'));
+    expect(await (await open(`convbig${process.pid}`)).agent('b').conversation!.load()).toMatchObject({ commit: 1, history: null, conversation: 'user: hi\n' });
+  });
+});
+
 describe('jetstream transport: inboxes shared by two deliverers (two hosts\' routers)', () => {
   it('concurrent deliveries from two instances: every id once, seqs gap-free, each deliverer\'s own order kept', async () => {
     const prefix = `shared${process.pid}`;

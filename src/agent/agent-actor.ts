@@ -15,6 +15,7 @@ import type { ActorInfo, AgentSettings, HostedAgentSpec, WorkerEvent } from '../
 import type { Brain, BrainInput, BrainOutput, BrainTurn } from '../brains/types.ts';
 import { describeInput } from '../brains/prompt.ts';
 import { Session, currentSession } from '../session/session.ts';
+import { applyConversation, localConversation } from '../session/replica.ts';
 import { agentPaths } from '../layout/paths.ts';
 import type { AgentLink, Transport } from '../queue/transport.ts';
 import { createFsTransport } from '../queue/fs-transport.ts';
@@ -128,6 +129,10 @@ export class AgentActor {
     // What the restore had to finish of the last commit (the crash-window tests read it).
     appendEvent(this.o.root, { type: 'actor.restored', agent: this.id, from: restored.from, commit: restored.commit, cursor: restored.context.cursor });
     if (this.o.brain.conversational) {
+      // Cluster mode: the conversation as the cluster kept it, if another machine ran the agent last.
+      const kept = this.link.conversation;
+      const saved = kept ? await this.runStep(() => kept.load()) : null;
+      if (saved && applyConversation(this.o.root, this.id, saved)) appendEvent(this.o.root, { type: 'session.replica-restored', agent: this.id, session: saved.current.key, commit: saved.commit });
       const current = currentSession(this.o.root, this.id);
       this.session = new Session(this.o.root, this.id, current.key, this.o.settings.sessionCaps, current.commit ?? null);
       await this.runStep(() => this.session!.catchUp(restored.commit, restored.lastSession));
@@ -482,6 +487,18 @@ export class AgentActor {
     }
   }
 
+  /**
+   * Cluster mode: the conversation goes to the cluster after each commit, before the next
+   * one, so the cluster's copy is never more than one commit behind (the commit record's
+   * session turns fill that one in at a restore).
+   */
+  private async saveConversation(commit: number): Promise<void> {
+    const kept = this.link.conversation;
+    if (!kept || !this.session) return;
+    const replica = localConversation(this.o.root, this.id, commit);
+    if (replica) await this.runStep(() => kept.save(replica));
+  }
+
   private async commit(next: PersistedAgentContext, messages: TurnResult['messages']): Promise<void> {
     const commitStart = performance.now();
     const work = this.actor?.getSnapshot().context.work;
@@ -510,6 +527,7 @@ export class AgentActor {
     });
     for (const span of this.sendSpans.splice(0)) span.end();
     await this.runStep(() => this.recordTurns(done.commit));
+    await this.saveConversation(done.commit);
     if (messages.length > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: messages.length });
   }
 

@@ -11,7 +11,9 @@ import type { SessionTurn } from '../agent/state-store.ts';
 import type { InboxEntry } from './inbox.ts';
 import type { DeliveryOutcome } from './inbox-writer.ts';
 import type { DeadLetterReason } from './dead-letter.ts';
-import type { AgentLink, PendingItem, RestoredAgent, Transport } from './transport.ts';
+import type { AgentLink, ConversationStore, PendingItem, RestoredAgent, Transport } from './transport.ts';
+import { FencedFiles } from './jetstream-files.ts';
+import type { ConversationReplica } from '../session/replica.ts';
 
 /**
  * The message path on NATS JetStream (docs/architecture.md, "Transport on JetStream").
@@ -25,7 +27,8 @@ import type { AgentLink, PendingItem, RestoredAgent, Transport } from './transpo
  *   (gap-free, 1, 2, 3…). Only the instance that delivers writes it; each publish expects
  *   the stream's last sequence, so two deliverers cannot interleave.
  * - KV `<prefix>_routed`: per sender, how far its items are routed. KV `<prefix>_dead`:
- *   the dead letters, one key each (idempotent: a key is created once).
+ *   the dead letters, one key each (idempotent: a key is created once). KV
+ *   `<prefix>_files`: agents' conversations and memory.md (src/queue/jetstream-files.ts).
  *
  * Exactly-once does not rest on JetStream's duplicate window: the deliverer keeps the ids
  * its inbox holds (read back from the stream when first used), like the filesystem's inbox
@@ -59,6 +62,8 @@ export interface JetStreamTransport extends Transport {
   setup(): Promise<{ serverVersion: string; replicas: number }>;
   /** Calls `listener` with the sender whenever an agent commits or anyone sends (any instance, any machine). */
   onSent(listener: (sender: string) => void): () => void;
+  /** The hive's files kept in the cluster: conversations, memory.md. */
+  readonly files: FencedFiles;
 }
 
 interface CommitRecord {
@@ -144,7 +149,9 @@ export async function createJetStreamTransport(options: JetStreamTransportOption
   const kvm = new Kvm(nc);
   const routedKv = await whileStarting(() => kvm.create(`${p}_routed`, { replicas, history: 1 }));
   const deadKv = await whileStarting(() => kvm.create(`${p}_dead`, { replicas, history: 1 }));
-  return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, p, replicas, options.duplicateWindowMs, options.pollMs ?? 2_000);
+  // No direct gets: a follower that is behind would answer an old conversation or memory.
+  const filesKv = await whileStarting(() => kvm.create(`${p}_files`, { replicas, history: 1, allow_direct: false } as Parameters<Kvm['create']>[1]));
+  return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, new FencedFiles(filesKv), p, replicas, options.duplicateWindowMs, options.pollMs ?? 2_000);
 }
 
 /** Runs `step` again while JetStream says it is not ready yet (a cluster electing its leader), up to 30 s. */
@@ -192,6 +199,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     private readonly jsm: JetStreamManager,
     private readonly routedKv: KV,
     private readonly deadKv: KV,
+    readonly files: FencedFiles,
     readonly prefix: string,
     private readonly replicas: number,
     private readonly duplicateWindowMs: number | undefined,
@@ -599,6 +607,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
 }
 
 class JetStreamAgentLink implements AgentLink {
+  readonly conversation: ConversationStore;
   private commitNo = 0;
   /** The stream sequence of the agent's last commit record (what the next commit expects). */
   private lastSeq = 0;
@@ -612,7 +621,9 @@ class JetStreamAgentLink implements AgentLink {
     private readonly t: JetStreamTransportImpl,
     readonly agentId: string,
     private readonly onClose: () => void,
-  ) {}
+  ) {
+    this.conversation = new JetStreamConversation(t.files, `conversation.${token(agentId)}`, this.owner);
+  }
 
   async restore(): Promise<RestoredAgent> {
     const last = await this.t.lastCommit(this.agentId);
@@ -694,3 +705,47 @@ function guard(proto: object, names: string[]): void {
 }
 guard(JetStreamTransportImpl.prototype, ['ensureAgent', 'send', 'pending', 'settle', 'reject', 'deadLetterCopy', 'deliver', 'read', 'cursor', 'depth', 'setup']);
 guard(JetStreamAgentLink.prototype, ['restore', 'fetch', 'commit']);
+
+/** What `conversation.<agent>` holds: the replica and which link saved it. */
+interface SavedConversation {
+  owner: string;
+  replica: ConversationReplica;
+}
+
+/** An agent's conversation in KV, fenced by the revision its owner last read or wrote. */
+class JetStreamConversation implements ConversationStore {
+  private revision: number | null = null;
+
+  constructor(
+    private readonly files: FencedFiles,
+    private readonly key: string,
+    private readonly owner: string,
+  ) {}
+
+  async load(): Promise<ConversationReplica | null> {
+    const v = await reachable('conversation load', () => this.files.get(this.key));
+    this.revision = v?.revision ?? 0;
+    return v ? (JSON.parse(v.data.toString('utf8')) as SavedConversation).replica : null;
+  }
+
+  async save(replica: ConversationReplica): Promise<void> {
+    if (this.revision === null) throw new HiveError('E_CONFLICT', `${this.key} is saved before it was loaded`);
+    const value = (r: ConversationReplica) => Buffer.from(JSON.stringify({ owner: this.owner, replica: r } satisfies SavedConversation));
+    try {
+      this.revision = await reachable('conversation save', () => this.files.put(this.key, this.revision!, value(replica)));
+    } catch (err) {
+      const e = err as HiveError;
+      if (e.details?.tooLarge) {
+        // Too large to keep whole: the history goes (a restore then briefs from conversation.jsonl).
+        this.revision = await reachable('conversation save', () => this.files.put(this.key, this.revision!, value({ ...replica, history: null })));
+        return;
+      }
+      if (e.code !== 'E_CONFLICT') throw err;
+      // Our own save may have landed and only its answer been lost (a retry): then it stands.
+      const now = await reachable('conversation load', () => this.files.get(this.key));
+      const saved = now ? (JSON.parse(now.data.toString('utf8')) as SavedConversation) : null;
+      if (!now || saved?.owner !== this.owner || saved.replica.commit !== replica.commit) throw err;
+      this.revision = now.revision;
+    }
+  }
+}

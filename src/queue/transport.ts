@@ -4,6 +4,7 @@ import type { InboxEntry } from './inbox.ts';
 import type { DeliveryOutcome } from './inbox-writer.ts';
 import type { DeadLetterReason } from './dead-letter.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
+import type { ConversationReplica } from '../session/replica.ts';
 import type { SessionTurn } from '../agent/state-store.ts';
 
 /**
@@ -75,7 +76,20 @@ export interface AgentLink {
   commit(context: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): Promise<number>;
   /** Calls `listener` when new work may be there: at least once after each delivery to the agent. Returns the unsubscribe. */
   onWork(listener: () => void): () => void;
+  /**
+   * Cluster mode: the agent's conversation kept in the cluster beside its commits, so the
+   * machine that runs it next goes on with it (fenced like the commits: a stale owner's
+   * save fails with E_CONFLICT). Absent on one machine, where the folder is the store.
+   */
+  readonly conversation?: ConversationStore;
   close(): void;
+}
+
+export interface ConversationStore {
+  /** The last saved conversation (null: none yet). Call before `save`. */
+  load(): Promise<ConversationReplica | null>;
+  /** Saves it after a commit; E_CONFLICT when another owner saved since `load`. */
+  save(replica: ConversationReplica): Promise<void>;
 }
 
 export interface RestoredAgent {
