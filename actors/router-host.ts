@@ -18,6 +18,7 @@ import type { ClusterFile } from '../src/supervisor/cluster.ts';
 import { clusterFilePath } from '../src/supervisor/cluster-file.ts';
 import { writeJsonAtomic } from '../src/fs/atomic.ts';
 import { routeOnce } from '../src/router/route.ts';
+import { startMemoryMirror } from '../src/memory/cluster-memory.ts';
 import { trimDeferred } from '../src/fs/capped.ts';
 import { createDirectoryCache } from '../src/router/directory.ts';
 import { hivePaths } from '../src/layout/paths.ts';
@@ -202,6 +203,7 @@ watchActor(actor, init.root, 'router', (value) => emit({ type: 'router.state', v
 
 let watcher: OutboxWatcher | null = null;
 let stopCommits: (() => void) | null = null;
+let stopMirror: (() => void) | null = null;
 let poll: NodeJS.Timeout | null = null;
 
 const api: RouterHostApi = {
@@ -225,6 +227,8 @@ const api: RouterHostApi = {
       stopCommits = js.onSent((sender) => runsHere(sender) && outboxChanged([sender]));
       outboxChanged();
       await reportDurability(js, init.cluster);
+      const here = [...directory().all].filter(runsHere);
+      stopMirror = await startMemoryMirror(init.root, js.files, here, (agent) => emit({ type: 'memory.mirrored', agent }));
     }
     poll = setInterval(() => {
       pending.mark();
@@ -254,6 +258,7 @@ const api: RouterHostApi = {
   async stop() {
     if (poll) clearInterval(poll);
     stopCommits?.();
+    stopMirror?.();
     await watcher?.close();
     actor.send({ type: 'hive.stop' });
     await untilStopped(actor);

@@ -10,6 +10,7 @@ import { parseConfig } from '../src/config/schema.ts';
 import { runCli } from '../src/cli/main.ts';
 import { memoryIO } from '../src/cli/io.ts';
 import fs from 'node:fs';
+import { remember } from '../src/memory/remember.ts';
 import path from 'node:path';
 
 async function cli(args: string[]) {
@@ -199,6 +200,56 @@ describe('cluster mode: two machines on one nats-server', () => {
       link.close();
       const log2 = fs.readFileSync(path.join(r2, 'log.jsonl'), 'utf8');
       expect(log2).toMatch(/"type":"cluster\.lease-acquired","agent":"echo-x","host":"h2"/);
+    } finally {
+      t.close();
+      for (const m of [h1, h2]) m.child.kill('SIGTERM');
+      const ends = await Promise.all([h1.exited, h2.exited]);
+      for (const e of ends) expect(e.code, e.stderr).toBe(0);
+    }
+  }, 120_000);
+  it("failover keeps a conversational agent's conversation and memory: after its machine is SIGKILLed the survivor goes on with the history the agent had, memory written on one machine is mirrored on every one, and a stale mirror catches up when its machine returns", async () => {
+    const prefix = `talk${process.pid}`;
+    const [r1, r2] = [tempRoot(), tempRoot()];
+    let h1 = await startMachine(r1, prefix, 'h1', 'talk'); // first up: it takes talker's lease
+    let h2 = await startMachine(r2, prefix, 'h2', 'talk');
+    const t = await createJetStreamTransport({ servers: [server!.url], prefix });
+    const bodies: string[] = [];
+    /** One request at a time (the client on h2); the reply says how much history the brain was shown. */
+    const ask = async () => {
+      const m = createMessage({ from: 'client', to: 'talker', act: 'request', body: `question ${bodies.length}` });
+      writeOutbox(r2, [m]);
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const reply = (await replies(t)).find((r) => r.in_reply_to === m.id);
+        if (reply) return bodies.push(reply.body);
+        if (Date.now() > deadline) throw new Error(`no reply to ${m.body}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const memoryOf = (root: string) => fs.readFileSync(path.join(root, 'agents', 'talker', 'memory.md'), 'utf8');
+    const until = async (what: string, ok: () => boolean) => {
+      const deadline = Date.now() + 15_000;
+      while (!ok()) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    try {
+      for (let i = 0; i < 4; i++) await ask();
+      await remember(r2, 'talker', 'Deploys go out on Tuesdays'); // written on h2, the agent runs on h1
+      await until("h1's mirror of the memory", () => memoryOf(r1).includes('Deploys go out on Tuesdays'));
+      h1.child.kill('SIGKILL');
+      expect((await h1.exited).signal).toBe('SIGKILL');
+      for (let i = 0; i < 4; i++) await ask(); // answered by h2 once it holds the lease
+      // Each turn saw every earlier turn (two lines each): none lost at the failover, none briefed.
+      expect(bodies).toEqual(bodies.map((_, i) => `heard "question ${i}" (history ${2 * i})`));
+      expect(fs.readFileSync(path.join(r2, 'log.jsonl'), 'utf8')).toMatch(/"type":"session\.replica-restored","agent":"talker"/);
+      expect(memoryOf(r2)).toContain('Deploys go out on Tuesdays');
+      await remember(r2, 'talker', 'Rollbacks need two approvals'); // while h1 is down
+      h1 = await startMachine(r1, prefix, 'h1', 'talk');
+      await until("h1's mirror to catch up", () => memoryOf(r1).includes('Rollbacks need two approvals'));
+      expect(memoryOf(r1)).toBe(memoryOf(r2));
+      expect(memoryOf(r1).match(/Deploys go out on Tuesdays/g)).toHaveLength(1);
     } finally {
       t.close();
       for (const m of [h1, h2]) m.child.kill('SIGTERM');

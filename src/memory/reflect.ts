@@ -11,6 +11,8 @@ import type { MemoryJobs } from './jobs.ts';
 import type { Summarizer, SummarizerSpec } from './summarizer.ts';
 import { makeDir } from '../fs/modes.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
+import { memoryKey, withClusterFiles } from './cluster-memory.ts';
+import type { FencedFiles } from '../queue/jetstream-files.ts';
 
 /**
  * The reflector's disk work: condense one agent's memory.md without ever losing it.
@@ -88,16 +90,55 @@ async function condense(agent: string, text: string, options: ReflectOptions): P
  * @example await condenseAgentMemory(root, 'alice', { settings: { keepRecent: 10, targetBytes: 32_768, backupsKeep: 5 }, summarizer: { kind: 'extractive' } })
  */
 export async function condenseAgentMemory(root: string, agent: string, options: ReflectOptions): Promise<ReflectResult> {
+  // Cluster mode: memory.md is the cluster's (src/memory/cluster-memory.ts), read and swapped there.
+  const inCluster = await withClusterFiles(root, (files) => condenseMemory(root, agent, options, clusterMemoryFile(root, agent, files)));
+  return inCluster.cluster ? inCluster.value : condenseMemory(root, agent, options, localMemoryFile(agentPaths(root, agent).memory));
+}
+
+/** Where condense reads memory.md and swaps in the condensed one: the folder, or the cluster. */
+interface MemoryFile {
+  readonly name: string;
+  read(): Promise<Buffer | null>;
+  /** Replaces what the last `read` returned (in the cluster: fails if it changed since). */
+  replace(data: Buffer): Promise<void>;
+}
+
+function localMemoryFile(file: string): MemoryFile {
+  return {
+    name: file,
+    read: async () => {
+      try {
+        return readRegularFile(file);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw err;
+      }
+    },
+    replace: async (data) => writeFileAtomic(file, data),
+  };
+}
+
+function clusterMemoryFile(root: string, agent: string, files: FencedFiles): MemoryFile {
+  let revision = 0;
+  return {
+    name: `${memoryKey(agent)} (cluster)`,
+    read: async () => {
+      const v = await files.get(memoryKey(agent));
+      revision = v?.revision ?? 0;
+      return v?.data ?? null;
+    },
+    replace: async (data) => {
+      revision = await files.put(memoryKey(agent), revision, data);
+      // Mirrored at once: the file lock is held, so this writes the file itself.
+      writeFileAtomic(agentPaths(root, agent).memory, data);
+    },
+  };
+}
+
+async function condenseMemory(root: string, agent: string, options: ReflectOptions, memory: MemoryFile): Promise<ReflectResult> {
   const file = agentPaths(root, agent).memory;
   const now = options.now?.() ?? new Date();
-  const snapshot = await withFileLock(file, () => {
-    try {
-      return readRegularFile(file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
-    }
-  });
+  const snapshot = await withFileLock(file, () => memory.read());
   if (!snapshot) return { agent, status: 'skipped', reason: 'no memory.md' };
   const text = snapshot.toString('utf8');
   const backupFile = backup(root, agent, snapshot, now);
@@ -111,7 +152,7 @@ export async function condenseAgentMemory(root: string, agent: string, options: 
   const problems = verifyCondensed(text, condensed, options.settings.keepRecent);
   if (problems.length > 0) return abort(root, agent, `verification failed: ${problems.join('; ')}`, backupFile);
   const swapped = await withFileLock(file, async () => {
-    const current = readRegularFile(file);
+    const current = (await memory.read()) ?? Buffer.alloc(0);
     if (current.length < snapshot.length || !current.subarray(0, snapshot.length).equals(snapshot)) {
       return null;
     }
@@ -120,9 +161,9 @@ export async function condenseAgentMemory(root: string, agent: string, options: 
     // last block was pinned (moved up), in which case the separator is made again.
     const same = text.length > 0 && condensed.endsWith(text.slice(-Math.min(text.length, 64)));
     const final = tail === '' || same ? condensed + tail : condensed + separatorAfter(condensed) + tail.replace(/^\n+/, '');
-    if (Buffer.byteLength(final) >= current.length) throw new HiveError('E_IO', `condensed ${file} would not be smaller`);
+    if (Buffer.byteLength(final) >= current.length) throw new HiveError('E_IO', `condensed ${memory.name} would not be smaller`);
     await options.hooks?.beforeSwap?.();
-    writeFileAtomic(file, final);
+    await memory.replace(Buffer.from(final));
     return { carried: Buffer.byteLength(tail), after: Buffer.byteLength(final) };
   }).catch((err: unknown) => ({ error: String((err as Error).message ?? err) }));
   if (swapped === null) return abort(root, agent, 'memory.md was rewritten (not appended to) while condensing', backupFile);

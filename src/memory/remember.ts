@@ -6,6 +6,7 @@ import { formatEntry, isoDay, separatorAfter } from './format.ts';
 import { withFileLock } from './lock.ts';
 import { readRegistry } from '../registry/registry.ts';
 import { hiveModes } from '../fs/modes.ts';
+import { appendClusterMemory, withClusterFiles } from './cluster-memory.ts';
 
 /** The agent's display name (as ensureAgent heads memory.md with it), else its id. */
 function agentName(root: string, agent: string): string {
@@ -105,6 +106,15 @@ export async function remember(root: string, agent: string, input: MemoryInput, 
   if (!fs.existsSync(p.dir)) {
     throw new HiveError('E_UNKNOWN_AGENT', `Agent "${agent}" does not exist in ${root}; spawn it first (hive spawn) or create it with ensureAgent`);
   }
+  // Cluster mode: the memory lives in the cluster, the folder holds its mirror (src/memory/cluster-memory.ts).
+  const inCluster = await withClusterFiles(root, (files) =>
+    appendClusterMemory(root, files, agent, (base) => {
+      const head = base.length === 0 ? `# ${agentName(root, agent)}\n\n## Memories\n\n` : '';
+      const tail = (head || base.subarray(Math.max(0, base.length - 2)).toString('latin1')).slice(-2);
+      return Buffer.from(head + separatorAfter(tail) + text);
+    }),
+  );
+  if (inCluster.cluster) return { agent, text, size: inCluster.value.length };
   return withFileLock(p.memory, () => {
     // O_APPEND: even a writer that ignores the lock (`echo >> memory.md`) is never overwritten.
     const created = !fs.existsSync(p.memory);

@@ -250,6 +250,8 @@ export type WorkerEvent =
   | { type: 'router.delivered'; deliveries: Delivery[]; latenciesMs: number[] }
   | { type: 'router.rejected'; items: { sender: string; ref: string; error: string; code?: string }[] }
   | { type: 'router.state'; value: string }
+  /** Cluster mode: the router mirrored a memory.md written in the cluster (src/memory/cluster-memory.ts). */
+  | { type: 'memory.mirrored'; agent: string }
   | { type: 'actor.context'; agent: string; context: ActorContextSummary }
   | { type: 'memory.state'; actor: 'miner' | 'reflector'; value: string }
   | { type: 'memory.mined'; result: MinePassResult }

@@ -1,5 +1,6 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
-import type { KV } from '@nats-io/kv';
+import { connect } from '@nats-io/transport-node';
+import { Kvm, type KV } from '@nats-io/kv';
 import { HiveError, errorMessage } from '../errors.ts';
 
 /**
@@ -19,7 +20,15 @@ export interface FencedValue {
 export const MAX_FENCED_BYTES = 900 * 1024;
 
 export class FencedFiles {
-  constructor(private readonly kv: KV) {}
+  constructor(
+    private readonly kv: KV,
+    private readonly onClose: () => Promise<void> = async () => undefined,
+  ) {}
+
+  /** Lets go of the connection when it was opened for these files (openFencedFiles). */
+  close(): Promise<void> {
+    return this.onClose();
+  }
 
   async get(key: string): Promise<FencedValue | null> {
     const e = await this.kv.get(key);
@@ -79,5 +88,25 @@ export class FencedFiles {
       }
     })();
     return () => it.stop();
+  }
+}
+
+/**
+ * The hive's files bucket on its own connection (for a tool or a memory write outside the
+ * transport); its router made the bucket. Close it when done.
+ */
+export async function openFencedFiles(servers: string[], prefix: string): Promise<FencedFiles> {
+  let nc;
+  try {
+    nc = await connect({ servers, name: `hive-${prefix}-files`, timeout: 5_000 });
+  } catch (err) {
+    throw new HiveError('E_UNAVAILABLE', `Cannot connect to NATS at ${servers.join(', ')}: ${errorMessage(err)}`, { cause: err });
+  }
+  try {
+    const kv = await new Kvm(nc).open(`${prefix}_files`);
+    return new FencedFiles(kv, () => nc.close());
+  } catch (err) {
+    await nc.close();
+    throw err;
   }
 }

@@ -1,7 +1,6 @@
 import path from 'node:path';
 import { hivePaths } from '../layout/paths.ts';
 import { readJsonFile } from '../fs/atomic.ts';
-import type { ClusterFile } from './cluster.ts';
 
 /** Cluster mode: this machine, its NATS servers and what the setup can promise (written by its router at start). */
 export function clusterFilePath(root: string): string {
@@ -16,4 +15,18 @@ export function readClusterFile(root: string): ClusterFile | null {
   } catch {
     return null;
   }
+}
+
+/** What `cluster.json` holds (written by the router of a cluster machine at start). */
+export interface ClusterFile {
+  host: string;
+  servers: string[];
+  prefix: string;
+  local: string[];
+  placement: Record<string, string>;
+  serverVersion: string;
+  replicas: number;
+  survives: string[];
+  warnings: string[];
+  checked_at: string;
 }

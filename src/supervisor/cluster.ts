@@ -1,3 +1,4 @@
+export type { ClusterFile } from './cluster-file.ts';
 import type { HiveConfig } from '../config/schema.ts';
 import type { ClusterInit } from '../protocol/worker.ts';
 import { GOD_ID } from '../protocol/agent-id.ts';
@@ -41,16 +42,3 @@ export function leasedAgents(config: HiveConfig): string[] {
   return config.cluster ? config.agents.filter((a) => !a.runsOn).map((a) => a.id) : [];
 }
 
-/** What `cluster.json` holds (written by the router of a cluster machine at start). */
-export interface ClusterFile {
-  host: string;
-  servers: string[];
-  prefix: string;
-  local: string[];
-  placement: Record<string, string>;
-  serverVersion: string;
-  replicas: number;
-  survives: string[];
-  warnings: string[];
-  checked_at: string;
-}

@@ -76,7 +76,7 @@ export class Supervisor {
     };
     const onEvent = (e: WorkerEvent) => {
       this.observer?.onWorkerEvent(e);
-      relayWorkerEvent(e, { agents: this.agents, router: this.router, events: this.events });
+      relayWorkerEvent(e, { agents: this.agents, router: this.router, events: this.events, memory: this.memory });
     };
     this.router = new RouterChild(this.ctx, onEvent, () => this.agents.linkable());
     this.agents = new AgentHosts(this.ctx, this.router, onEvent);

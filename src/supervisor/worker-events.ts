@@ -2,13 +2,14 @@ import type { WorkerEvent } from '../protocol/worker.ts';
 import type { HiveEvents } from './events.ts';
 import type { AgentHosts } from './agent-hosts.ts';
 import { ROUTER_HOST, type RouterChild } from './router-child.ts';
+import type { MemoryActors } from './memory-actors.ts';
 
 /**
  * The main thread's side of the worker events (the agents' and the router's): what they
  * report is kept for `status` and the inspector, deliveries wake their agents, and each is
  * relayed to `hive.on(...)` as a `HiveEvents` event. The memory actors relay their own.
  */
-export function relayWorkerEvent(e: WorkerEvent, to: { agents: AgentHosts; router: RouterChild; events: HiveEvents }): void {
+export function relayWorkerEvent(e: WorkerEvent, to: { agents: AgentHosts; router: RouterChild; events: HiveEvents; memory?: Pick<MemoryActors, 'notify'> }): void {
   const { agents, router, events } = to;
   switch (e.type) {
     case 'actor.context': {
@@ -26,6 +27,10 @@ export function relayWorkerEvent(e: WorkerEvent, to: { agents: AgentHosts; route
       for (const item of e.items) {
         events.emit('dead-lettered', { source: `agents/${item.sender}/outbox/${item.ref}`, error: item.error, ...(item.code ? { code: item.code } : {}), agent: item.sender });
       }
+      break;
+    case 'memory.mirrored':
+      // Cluster mode: a memory written on any machine reached this one's mirror.
+      to.memory?.notify(e.agent);
       break;
     case 'router.state':
       router.reported({ value: e.value });

@@ -1,0 +1,116 @@
+import fs from 'node:fs';
+import { agentPaths, hivePaths } from '../layout/paths.ts';
+import { isAgentId } from '../protocol/agent-id.ts';
+import { writeFileAtomic } from '../fs/atomic.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
+import { appendEvent } from '../log/event-log.ts';
+import { readClusterFile } from '../supervisor/cluster-file.ts';
+import { errorMessage } from '../errors.ts';
+import { withFileLock } from './lock.ts';
+import type { FencedFiles } from '../queue/jetstream-files.ts';
+
+/**
+ * memory.md in cluster mode (docs/architecture.md, "Cluster mode"): each agent's memory
+ * lives in the cluster's KV (`memory.<agent>` in `<prefix>_files`), written with
+ * compare-and-set (an append or a condense that raced another is made again on what is
+ * there now), and every machine's folder holds a mirror that its router keeps up to date,
+ * so the miner, `get_memory` and a person's `cat` read it on any machine. Write memory with
+ * `hive memory add` or `hive.remember()`: an edit of the mirror by hand is overwritten by
+ * the next write from the cluster.
+ */
+
+export function memoryKey(agent: string): string {
+  return `memory.${agent.replaceAll('.', '=')}`;
+}
+
+function agentOfKey(key: string): string | null {
+  const agent = key.startsWith('memory.') ? key.slice('memory.'.length).replaceAll('=', '.') : '';
+  return isAgentId(agent) ? agent : null;
+}
+
+function readLocal(file: string): Buffer | null {
+  try {
+    return readRegularFile(file);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Runs `fn` with the cluster's files when the folder is a machine of a cluster (its
+ * `cluster.json`), and answers `{ cluster: false }` otherwise. The connection is closed after.
+ */
+export async function withClusterFiles<T>(root: string, fn: (files: FencedFiles) => Promise<T>): Promise<{ cluster: true; value: T } | { cluster: false }> {
+  const cluster = readClusterFile(root);
+  if (!cluster) return { cluster: false };
+  const { openFencedFiles } = await import('../queue/jetstream-files.ts');
+  const files = await openFencedFiles(cluster.servers, cluster.prefix);
+  try {
+    return { cluster: true, value: await fn(files) };
+  } finally {
+    await files.close();
+  }
+}
+
+/** Writes the mirror of `agent`'s memory.md when it differs (under the file's lock). */
+export async function mirrorMemory(root: string, agent: string, data: Buffer): Promise<boolean> {
+  const p = agentPaths(root, agent);
+  if (!fs.existsSync(p.dir)) return false;
+  return withFileLock(p.memory, () => {
+    const local = readLocal(p.memory);
+    if (local && local.equals(data)) return false;
+    writeFileAtomic(p.memory, data);
+    return true;
+  });
+}
+
+/**
+ * Appends to an agent's memory in the cluster: `append(base)` answers the bytes to add to
+ * what memory.md holds now (tried again on what is there when another writer came first).
+ * The first write of an agent starts from its local memory.md. Returns the new contents,
+ * already mirrored here.
+ */
+export async function appendClusterMemory(root: string, files: FencedFiles, agent: string, append: (base: Buffer) => Buffer): Promise<Buffer> {
+  const p = agentPaths(root, agent);
+  let built: { baseLength: number; added: Buffer } | null = null;
+  const written = await files.update(
+    memoryKey(agent),
+    (current) => {
+      const base = current ?? readLocal(p.memory) ?? Buffer.alloc(0);
+      const added = append(base);
+      built = { baseLength: base.length, added };
+      return Buffer.concat([base, added]);
+    },
+    // A write whose answer was lost is there when read again: found after the base it was built on.
+    (current) => built !== null && current.indexOf(built.added, Math.max(0, built.baseLength - 1)) >= 0,
+  );
+  const data = written!.data;
+  await mirrorMemory(root, agent, data);
+  return data;
+}
+
+/**
+ * This machine's side of cluster memory, run by its router: agents that run here and whose
+ * memory the cluster does not hold yet bring theirs (a hive that was on one machine before),
+ * then every write from anywhere is mirrored into the folder. `onMirrored` hears of each.
+ */
+export async function startMemoryMirror(root: string, files: FencedFiles, localAgents: string[], onMirrored: (agent: string) => void): Promise<() => void> {
+  for (const agent of localAgents) {
+    const local = readLocal(agentPaths(root, agent).memory);
+    if (!local || local.length === 0 || (await files.get(memoryKey(agent)))) continue;
+    await files.put(memoryKey(agent), 0, local).catch((err: unknown) => {
+      if ((err as { code?: string }).code !== 'E_CONFLICT') throw err; // another machine brought it first
+    });
+  }
+  const agentsDir = hivePaths(root).agents;
+  let chain: Promise<unknown> = Promise.resolve();
+  return files.watch('memory.', (key, value) => {
+    const agent = agentOfKey(key);
+    if (!agent || !fs.existsSync(`${agentsDir}/${agent}`)) return;
+    // One write at a time, in the order the cluster has them.
+    chain = chain
+      .then(() => mirrorMemory(root, agent, value.data))
+      .then((changed) => changed && onMirrored(agent))
+      .catch((err: unknown) => appendEvent(root, { type: 'memory.mirror-failed', agent, error: errorMessage(err) }));
+  });
+}

@@ -1,0 +1,104 @@
+import fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempRoot } from './helpers/temp.ts';
+import { bigMemory } from './helpers/memory.ts';
+import { startNatsServer, type NatsServer } from './helpers/nats-server.ts';
+import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
+import { agentPaths } from '../src/layout/paths.ts';
+import { writeJsonAtomic } from '../src/fs/atomic.ts';
+import { clusterFilePath } from '../src/supervisor/cluster-file.ts';
+import { createJetStreamTransport } from '../src/queue/jetstream-transport.ts';
+import { openFencedFiles, type FencedFiles } from '../src/queue/jetstream-files.ts';
+import { memoryKey, startMemoryMirror } from '../src/memory/cluster-memory.ts';
+import { remember } from '../src/memory/remember.ts';
+import { condenseAgentMemory } from '../src/memory/reflect.ts';
+
+// memory.md in cluster mode: the cluster's KV holds it, each machine's folder a mirror.
+// Each "machine" here is a hive folder with a cluster.json naming the test's nats-server.
+let server: NatsServer | null = null;
+let n = 0;
+const open: FencedFiles[] = [];
+
+async function machines(count: number): Promise<{ roots: string[]; files: FencedFiles }> {
+  const prefix = `mem${process.pid}_${++n}`;
+  (await createJetStreamTransport({ servers: [server!.url], prefix })).close(); // makes the buckets, as a router does
+  const roots: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'ann', name: 'Ann', brain: { kind: 'echo' } });
+    writeJsonAtomic(clusterFilePath(root), { host: `h${i + 1}`, servers: [server!.url], prefix, local: [], placement: {}, serverVersion: '', replicas: 1, survives: [], warnings: [], checked_at: '' });
+    roots.push(root);
+  }
+  const files = await openFencedFiles([server!.url], prefix);
+  open.push(files);
+  return { roots, files };
+}
+
+const stored = async (files: FencedFiles) => (await files.get(memoryKey('ann')))?.data.toString('utf8') ?? null;
+const local = (root: string) => fs.readFileSync(agentPaths(root, 'ann').memory, 'utf8');
+
+describe('memory.md in cluster mode', () => {
+  beforeAll(async () => {
+    server = await startNatsServer();
+  });
+  afterAll(async () => {
+    for (const f of open) await f.close();
+    await server?.stop();
+  });
+
+  it('remember writes to the cluster and mirrors at once; concurrent writes from two machines all land, each once', async () => {
+    const { roots, files } = await machines(2);
+    await Promise.all(Array.from({ length: 12 }, (_, i) => remember(roots[i % 2]!, 'ann', `Fact ${i}`)));
+    const text = (await stored(files))!;
+    for (let i = 0; i < 12; i++) expect(text.match(new RegExp(`Fact ${i}\\n`, 'g'))).toHaveLength(1);
+    expect(text.startsWith('# Ann\n\n## Memories\n\n')).toBe(true);
+    // The last writer of each machine left its mirror as the cluster had it then.
+    expect(text.startsWith(local(roots[0]!)) || text.startsWith(local(roots[1]!))).toBe(true);
+  });
+
+  it('the mirror: a machine brings the memory it had on its own when the cluster has none, then every write from anywhere reaches its folder', async () => {
+    const { roots, files } = await machines(2);
+    fs.writeFileSync(agentPaths(roots[0]!, 'ann').memory, '# Ann\n\n## Memories\n\n### Kept from before\n');
+    const heard: string[] = [];
+    const stop = await startMemoryMirror(roots[0]!, files, ['ann'], (a) => heard.push(a));
+    const stop2 = await startMemoryMirror(roots[1]!, files, ['ann'], () => undefined); // the cluster has it now: not replaced
+    try {
+      expect(await stored(files)).toContain('Kept from before');
+      await remember(roots[1]!, 'ann', 'Written on h2');
+      const deadline = Date.now() + 10_000;
+      while (!local(roots[0]!).includes('Written on h2') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(local(roots[0]!)).toBe(await stored(files));
+      expect(local(roots[0]!)).toContain('Kept from before');
+      expect(heard).toContain('ann');
+    } finally {
+      stop();
+      stop2();
+    }
+  });
+
+  it('condense swaps in the cluster: an append meanwhile is carried over; a write from another machine right before the swap aborts it and is kept', async () => {
+    const { roots, files } = await machines(2);
+    await files.put(memoryKey('ann'), 0, Buffer.from(bigMemory('Ann', 70, 9)));
+    const options = { settings: { keepRecent: 5, targetBytes: 8_192, backupsKeep: 3 }, summarizer: { kind: 'extractive' as const } };
+    const r = await condenseAgentMemory(roots[0]!, 'ann', { ...options, hooks: { afterBackup: async () => void (await remember(roots[1]!, 'ann', 'Appended while condensing')) } });
+    expect(r).toMatchObject({ status: 'condensed' });
+    const after = (await stored(files))!;
+    expect(Buffer.byteLength(after)).toBeLessThan(bigMemory('Ann', 70, 9).length);
+    expect(after.match(/Appended while condensing/g)).toHaveLength(1);
+    expect(local(roots[0]!)).toBe(after);
+
+    await files.put(memoryKey('ann'), (await files.get(memoryKey('ann')))!.revision, Buffer.from(bigMemory('Ann', 70, 9)));
+    const raced = await condenseAgentMemory(roots[0]!, 'ann', {
+      ...options,
+      hooks: {
+        beforeSwap: async () => {
+          const now = (await files.get(memoryKey('ann')))!;
+          await files.put(memoryKey('ann'), now.revision, Buffer.concat([now.data, Buffer.from('\n### Written on h2 at the last moment\n')]));
+        },
+      },
+    });
+    expect(raced).toMatchObject({ status: 'aborted' });
+    expect(await stored(files)).toContain('Written on h2 at the last moment');
+  });
+});
