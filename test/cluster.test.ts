@@ -52,13 +52,17 @@ const REQUESTS = 400;
 interface Machine {
   child: ChildProcess;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
+  /** What it printed up to its ready line. */
+  lines: string[];
 }
 
 function startMachine(root: string, prefix: string, host: string, mode = 'pinned'): Promise<Machine> {
   const child = startFixture('cluster-host.ts', [root, server!.url, prefix, host, mode]);
+  const lines: string[] = [];
   return new Promise((resolve, reject) => {
     const { exited } = collectLines(child, (line) => {
-      if (line.startsWith('ready ')) resolve({ child, exited });
+      lines.push(line);
+      if (line.startsWith('ready ')) resolve({ child, exited, lines });
     });
     void exited.then((x) => reject(new Error(`${host} exited before ready: ${x.code} ${x.signal} ${x.stderr}`)));
   });
@@ -207,7 +211,7 @@ describe('cluster mode: two machines on one nats-server', () => {
       for (const e of ends) expect(e.code, e.stderr).toBe(0);
     }
   }, 120_000);
-  it("failover keeps a conversational agent's conversation and memory: after its machine is SIGKILLed the survivor goes on with the history the agent had, memory written on one machine is mirrored on every one, and a stale mirror catches up when its machine returns", async () => {
+  it("failover keeps a conversational agent's conversation and memory, and the inspector and hive status show which machine runs it: after its machine is SIGKILLed the survivor goes on with the history the agent had, memory written on one machine is mirrored on every one, and a stale mirror catches up when its machine returns", async () => {
     const prefix = `talk${process.pid}`;
     const [r1, r2] = [tempRoot(), tempRoot()];
     let h1 = await startMachine(r1, prefix, 'h1', 'talk'); // first up: it takes talker's lease
@@ -236,11 +240,24 @@ describe('cluster mode: two machines on one nats-server', () => {
     };
     try {
       for (let i = 0; i < 4; i++) await ask();
+      // Where it runs, as h2's inspector and hive status tell it: on h1, which holds the lease.
+      const inspector = h2.lines.find((l) => l.startsWith('inspector '))!.slice('inspector '.length);
+      const runsOn = async () => {
+        const s = (await (await fetch(inspector.replace('/?', '/api/state?'))).json()) as { actors: { id: string; runsOn?: string | null }[]; clusterHost?: string };
+        return { host: s.clusterHost, ...Object.fromEntries(s.actors.filter((a) => a.id === 'talker' || a.id === 'client').map((a) => [a.id, a.runsOn])) };
+      };
+      let shown = await runsOn();
+      await until('the inspector to show where talker runs', () => shown.talker === 'h1' || void runsOn().then((x) => (shown = x)));
+      expect(shown).toEqual({ host: 'h2', talker: 'h1', client: 'h2' });
+      const status = await cli(['status', '--root', r2]);
+      expect(status.stdout).toMatch(/^talker .* h1 \(leased\)$/m);
+      expect(status.stdout).toMatch(/^client .* h2 \(here\)$/m);
       await remember(r2, 'talker', 'Deploys go out on Tuesdays'); // written on h2, the agent runs on h1
       await until("h1's mirror of the memory", () => memoryOf(r1).includes('Deploys go out on Tuesdays'));
       h1.child.kill('SIGKILL');
       expect((await h1.exited).signal).toBe('SIGKILL');
       for (let i = 0; i < 4; i++) await ask(); // answered by h2 once it holds the lease
+      await until('the inspector to show talker moved', () => shown.talker === 'h2' || void runsOn().then((x) => (shown = x)));
       // Each turn saw every earlier turn (two lines each): none lost at the failover, none briefed.
       expect(bodies).toEqual(bodies.map((_, i) => `heard "question ${i}" (history ${2 * i})`));
       expect(fs.readFileSync(path.join(r2, 'log.jsonl'), 'utf8')).toMatch(/"type":"session\.replica-restored","agent":"talker"/);

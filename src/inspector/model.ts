@@ -8,13 +8,16 @@ import type { HiveMessage } from '../protocol/message.ts';
 import type { ActorStatus } from '../supervisor/supervisor.ts';
 import { isQuestion, type Question } from '../human/questions.ts';
 import type { MachineName } from './machine-graph.ts';
+import { AgentPlacementView } from '../supervisor/where.ts';
 
 /** What the page shows; sent whole on connect, then as partial updates. */
 export interface InspectorSnapshot {
   root: string;
   pid: number;
   /** `machine`: the runtime machine it runs (the turn loop for agents); `own`: a machine agent's own machine, live. */
-  actors: (ActorStatus & { machine: MachineName | null; context: unknown; own: MachineView | null })[];
+  actors: (ActorStatus & { machine: MachineName | null; context: unknown; own: MachineView | null; runsOn?: string | null })[];
+  /** Cluster mode: this machine's name (each actor's `runsOn` says where it runs). */
+  clusterHost?: string;
   hosts: ReturnType<Hive['supervisor']['hostStatus']>;
   messages: (Delivery & { at: string; question: boolean })[];
   deadLetters: { name: string; error: string; code: string | null; source: string | null; at: string | null }[];
@@ -25,7 +28,7 @@ export type InspectorUpdate =
   | { type: 'snapshot'; data: InspectorSnapshot }
   | { type: 'state'; data: { actor: string; value: string } }
   | { type: 'message'; data: Delivery & { at: string; question: boolean } }
-  | { type: 'actors'; data: Pick<InspectorSnapshot, 'actors' | 'hosts'> }
+  | { type: 'actors'; data: Pick<InspectorSnapshot, 'actors' | 'hosts' | 'clusterHost'> }
   | { type: 'dead-letters'; data: InspectorSnapshot['deadLetters'] }
   | { type: 'questions'; data: Question[] };
 
@@ -38,6 +41,8 @@ const MESSAGES_KEPT = 200;
 const DEAD_LETTERS_SHOWN = 50;
 /** A state highlight is sent at most this often per actor (the latest value always arrives). */
 const STATE_EVERY_MS = 100;
+/** How often, in cluster mode, the inspector looks up which machine each agent runs on. */
+const PLACEMENT_EVERY_MS = 2_000;
 
 /**
  * The inspector's view of a running hive, fed by the hive's events. Keeps the recent
@@ -53,6 +58,8 @@ export class InspectorModel {
   private tick: NodeJS.Timeout | null = null;
   private lastActors = '';
   private lastQuestions = '';
+  /** Cluster mode: where each agent runs, looked up every PLACEMENT_EVERY_MS while a page is connected. */
+  private placement: { view: Promise<AgentPlacementView | null>; at: number } | null = null;
 
   constructor(
     private readonly hive: Hive,
@@ -78,6 +85,7 @@ export class InspectorModel {
   }
 
   snapshot(): InspectorSnapshot {
+    this.refreshPlacement();
     return {
       root: this.hive.root,
       pid: process.pid,
@@ -93,6 +101,7 @@ export class InspectorModel {
     this.listeners.add(listener);
     if (!this.tick) {
       this.tick = setInterval(() => {
+        this.refreshPlacement();
         this.refreshActors();
         this.refreshQuestions();
       }, this.tickMs);
@@ -129,6 +138,8 @@ export class InspectorModel {
   }
 
   close(): void {
+    void this.placement?.view.then((v) => v?.close());
+    this.placement = null;
     for (const off of this.offs.splice(0)) off();
     if (this.tick) clearInterval(this.tick);
     for (const s of this.lastState.values()) if (s.timer) clearTimeout(s.timer);
@@ -163,13 +174,28 @@ export class InspectorModel {
     else s.timer = setTimeout(send, wait);
   }
 
-  private actorsAndHosts(): Pick<InspectorSnapshot, 'actors' | 'hosts'> {
+  private actorsAndHosts(): Pick<InspectorSnapshot, 'actors' | 'hosts' | 'clusterHost'> {
     const contexts = this.hive.supervisor.contexts();
+    const where = this.placedNow;
     const actors = this.hive.status().map((a) => {
       const { machine: own, ...context } = contexts[a.id] ?? ({} as Partial<ActorContextSummary>);
-      return { ...a, machine: machineOf(a.kind), context: contexts[a.id] ? context : null, own: own ?? null };
+      return { ...a, machine: machineOf(a.kind), context: contexts[a.id] ? context : null, own: own ?? null, ...(where ? { runsOn: where.where[a.id] ?? null } : {}) };
     });
-    return { actors, hosts: this.hive.supervisor.hostStatus() };
+    return { actors, hosts: this.hive.supervisor.hostStatus(), ...(where ? { clusterHost: where.host } : {}) };
+  }
+
+  private placedNow: { host: string; where: Readonly<Record<string, string | null>> } | null = null;
+
+  /** Cluster mode: refreshes where each agent runs (pinned, or the lease holder), at most every PLACEMENT_EVERY_MS. */
+  private refreshPlacement(): void {
+    if (this.placement && Date.now() - this.placement.at < PLACEMENT_EVERY_MS) return;
+    this.placement ??= { view: AgentPlacementView.open(this.hive.root).catch(() => null), at: 0 };
+    this.placement.at = Date.now();
+    void this.placement.view.then(async (view) => {
+      if (!view) return;
+      const where = await view.refresh(this.hive.status().map((a) => a.id)).catch(() => null);
+      if (where) this.placedNow = { host: view.cluster.host, where };
+    });
   }
 
   /** Open questions, and the last ones closed (answered or withdrawn), so a card on the page can say what became of it. */

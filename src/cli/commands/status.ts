@@ -10,6 +10,7 @@ import { offlineMachineState } from '../../agent/machine-state.ts';
 import { JSON_OPTION, ROOT_OPTION, rootOf, type Command } from '../args.ts';
 import { painter, statusColour } from '../colour.ts';
 import { readClusterFile } from '../../supervisor/cluster-file.ts';
+import { whereAgentsRun } from '../../supervisor/where.ts';
 import { openToolTransport } from '../../queue/tool-transport.ts';
 
 /** What the disk says when no supervisor is running. */
@@ -93,8 +94,10 @@ export const statusCommand: Command = {
     // In cluster mode the inboxes and commit records are JetStream's: the INBOX and CURSOR
     // columns are read there, wherever each agent runs.
     if (cluster) actors = await withClusterDepths(root, actors);
+    // A leased agent runs where its lease is held now: read from the cluster (null: unknown).
+    const holders = cluster ? await whereAgentsRun(root, actors.map((a) => a.id)).then((w) => w?.where ?? null, () => null) : null;
     if (args.values.json) {
-      io.out(`${JSON.stringify({ root, running, actors, ...(cluster ? { cluster } : {}) }, null, 2)}\n`);
+      io.out(`${JSON.stringify({ root, running, actors, ...(cluster ? { cluster: { ...cluster, runsOn: holders } } : {}) }, null, 2)}\n`);
       return 0;
     }
     io.out(`${root}: ${running ? 'running' : 'not running'}\n`);
@@ -105,9 +108,11 @@ export const statusCommand: Command = {
     // STATE is the turn loop every agent runs; a machine agent's own state has a column of its own.
     const machines = actors.some((a) => a.machine);
     const runsOn = (a: ActorStatus) => {
-      const where = cluster?.placement[a.id] ?? '-';
-      if (where === 'leased') return a.host ? `${cluster!.host} (here, leased)` : 'leased';
-      return where === cluster?.host ? `${where} (here)` : where;
+      const placed = cluster?.placement[a.id] ?? '-';
+      const where = placed === 'leased' ? (a.host ? cluster!.host : (holders?.[a.id] ?? null)) : placed;
+      if (where === null) return holders ? 'leased (no machine holds it)' : 'leased';
+      const notes = [...(where === cluster?.host ? ['here'] : []), ...(placed === 'leased' ? ['leased'] : [])];
+      return notes.length > 0 ? `${where} (${notes.join(', ')})` : where;
     };
     const header = ['ACTOR', 'KIND', 'BRAIN', 'STATE', 'STATUS', 'RESTARTS', 'INBOX', 'CURSOR', ...(machines ? ['MACHINE'] : []), ...(cluster ? ['RUNS ON'] : [])];
     const rows = actors.map((a) => [a.id, a.kind, a.brain, stateText(a), a.status, String(a.restarts), String(a.inboxDepth), String(a.cursor), ...(machines ? [a.machine ?? '-'] : []), ...(cluster ? [runsOn(a)] : [])]);

@@ -7,6 +7,8 @@ const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(
 
 let machines = {};
 let state = null;
+/** Cluster mode: the name of the machine this inspector runs on (null on one machine). */
+let clusterHost = null;
 
 async function getJson(path) {
   const res = await fetch(path, { headers });
@@ -131,6 +133,8 @@ function updateActorCard(card, a) {
     badge(`inbox ${a.inboxDepth}`, a.inboxDepth > 0 ? 'warn' : ''),
     badge(`cursor ${a.cursor}`),
     a.host ? badge(`worker ${a.host}${a.threadId != null ? ` (thread ${a.threadId})` : ''}`) : '',
+    // Cluster mode: the machine it runs on (a leased agent: where its lease is held now).
+    a.runsOn !== undefined ? badge(a.runsOn ? `on ${a.runsOn}${a.runsOn === clusterHost ? ' (here)' : ''}` : 'on no machine', a.runsOn ? 'machine' : 'warn') : '',
   ];
   $('.badges', card).innerHTML = badges.join('');
   const context = JSON.stringify(a.context ?? { cursor: a.cursor, handled: a.handled });
@@ -343,6 +347,7 @@ function renderQuestions(all) {
 
 function applySnapshot(s) {
   state = s;
+  clusterHost = s.clusterHost ?? null;
   $('#root').textContent = `${s.root} · pid ${s.pid}`;
   renderActors(s.actors);
   renderHosts(s.hosts);
@@ -372,6 +377,7 @@ function connect() {
   });
   es.addEventListener('actors', (e) => {
     const d = JSON.parse(e.data);
+    clusterHost = d.clusterHost ?? null;
     renderActors(d.actors);
     renderHosts(d.hosts);
   });
