@@ -46,12 +46,7 @@ export class LeaseKeeper {
 
   /** Connects, takes the leases it can, and keeps them (ticks every `leaseMs / 3`). */
   static async start(cluster: ClusterConfig, agents: string[], hooks: LeaseHooks): Promise<LeaseKeeper> {
-    const [{ connect }, { Kvm }, { jetstreamManager }, { whileStarting }] = await Promise.all([
-      import('@nats-io/transport-node'),
-      import('@nats-io/kv'),
-      import('@nats-io/jetstream'),
-      import('../queue/jetstream-transport.ts'),
-    ]);
+    const [{ connect, Kvm, jetstreamManager }, { whileStarting }] = await Promise.all([import('../queue/nats.ts'), import('../queue/jetstream-transport.ts')]);
     const nc = await connect({ servers: cluster.servers, name: `hive-${cluster.prefix}-leases-${cluster.host}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, pingInterval: 2_000, maxPingOut: 2 });
     const kv = await whileStarting(() => new Kvm(nc).create(`${cluster.prefix}_leases`, { ttl: cluster.leaseMs, history: 1, replicas: cluster.replicas }));
     // The bucket keeps the TTL it was made with; a changed leaseMs is written into it here,

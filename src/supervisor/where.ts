@@ -19,7 +19,7 @@ export class AgentPlacementView {
   static async open(root: string): Promise<AgentPlacementView | null> {
     const cluster = readClusterFile(root);
     if (!cluster) return null;
-    const [{ connect }, { Kvm }] = await Promise.all([import('@nats-io/transport-node'), import('@nats-io/kv')]);
+    const { connect, Kvm } = await import('../queue/nats.ts');
     const nc = await connect({ servers: cluster.servers, name: `hive-${cluster.prefix}-where`, timeout: 5_000 });
     const kv = await new Kvm(nc).open(`${cluster.prefix}_leases`);
     const holder = async (agent: string) => {
