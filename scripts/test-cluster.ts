@@ -7,7 +7,9 @@
 //      (nats-server and supervisor) and rejoins;
 //   2. h2 is cut off (its link down) for 8 s and healed.
 // Invariants: every request answered exactly once (0 lost, 0 duplicated); each agent's last
-// commit counts exactly the requests sent to it; nothing arrives twice after the returns.
+// commit counts exactly the requests sent to it; nothing arrives twice after the returns;
+// every memory written meanwhile (through the cluster) is there once and every machine's
+// mirror of it equals the cluster's.
 // The report says how many leases each machine took and lost (agents moving between them).
 // Needs root (network namespaces) and nats-server; prints a JSON report, exit 1 on a breach.
 import fs from 'node:fs';
@@ -19,6 +21,8 @@ import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { writeOutboxAsync } from '../src/queue/outbox.ts';
 import { createJetStreamTransport } from '../src/queue/jetstream-transport.ts';
 import { natsUnavailable } from '../test/helpers/nats-server.ts';
+import { remember } from '../src/memory/remember.ts';
+import { checkMemoryMirrors } from '../src/chaos/machines.ts';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const FIXTURE = path.join(REPO, 'test', 'fixtures', 'cluster-host.ts');
@@ -160,6 +164,7 @@ try {
     return replies.size;
   };
   const requests: HiveMessage[] = [];
+  const markers = new Map<string, string[]>(AGENTS.map((a) => [a, []]));
   const clientRoot = path.join(base, 'root-h1');
   const events: { at: number; what: string }[] = [];
   const t0 = Date.now();
@@ -168,6 +173,12 @@ try {
     const batch = Array.from({ length: 20 }, (_, k) => createMessage({ from: 'client', to: AGENTS[(i + k) % AGENTS.length]!, act: 'request', body: `req ${i + k}` }));
     await writeOutboxAsync(clientRoot, batch); // h1's ingress: acknowledged once this returns
     requests.push(...batch);
+    if ((i / 20) % 5 === 0) {
+      // A memory through the cluster (h1 is never hit); one refused while it cannot answer is not in the ledger.
+      const agent = AGENTS[(i / 20) % AGENTS.length]!;
+      const marker = `cluster-memory-${i}`;
+      await remember(clientRoot, agent, `Test note\n${marker}`).then(() => markers.get(agent)!.push(marker), (err) => log(`memory write refused: ${String(err)}`));
+    }
     if (i === Math.floor(REQUESTS / 3 / 20) * 20) {
       note('SIGKILL of h3: its supervisor and its nats-server');
       await Promise.all([kill(supervisors.get('h3')), kill(nats.get('h3'))]);
@@ -208,9 +219,10 @@ try {
     const lines = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.includes('"cluster.lease-')) : [];
     return { host: h, acquired: lines.filter((l) => l.includes('lease-acquired')).length, lost: lines.filter((l) => l.includes('lease-lost')).length };
   });
+  const memory = await checkMemoryMirrors(t.files, HOSTS.map((h) => path.join(base, `root-${h}`)), markers);
   t.close();
-  Object.assign(report, { answered: replies.size, lost, duplicated, agents, statesMatch, leases, events, elapsedMs: Date.now() - t0 });
-  failed = lost > 0 || duplicated > 0 || !statesMatch;
+  Object.assign(report, { answered: replies.size, lost, duplicated, agents, statesMatch, memory, leases, events, elapsedMs: Date.now() - t0 });
+  failed = lost > 0 || duplicated > 0 || !statesMatch || !memory.held;
 } catch (err) {
   failed = true;
   report.error = String((err as Error).stack ?? err);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { tempRoot } from './helpers/temp.ts';
 import { collectLines, startFixture } from './helpers/fixture.ts';
 import { startNatsServer, type NatsServer } from './helpers/nats-server.ts';
@@ -242,13 +242,15 @@ describe('cluster mode: two machines on one nats-server', () => {
       for (let i = 0; i < 4; i++) await ask();
       // Where it runs, as h2's inspector and hive status tell it: on h1, which holds the lease.
       const inspector = h2.lines.find((l) => l.startsWith('inspector '))!.slice('inspector '.length);
-      const runsOn = async () => {
-        const s = (await (await fetch(inspector.replace('/?', '/api/state?'))).json()) as { actors: { id: string; runsOn?: string | null }[]; clusterHost?: string };
-        return { host: s.clusterHost, ...Object.fromEntries(s.actors.filter((a) => a.id === 'talker' || a.id === 'client').map((a) => [a.id, a.runsOn])) };
+      /** What the inspector shows once it says talker runs on `machine` (or after 15 s). */
+      const shownWhen = async (machine: string): Promise<Record<string, string | null | undefined>> => {
+        for (const deadline = Date.now() + 15_000; ; await new Promise((r) => setTimeout(r, 100))) {
+          const s = (await (await fetch(inspector.replace('/?', '/api/state?'))).json()) as { actors: { id: string; runsOn?: string | null }[]; clusterHost?: string };
+          const shown: Record<string, string | null | undefined> = { host: s.clusterHost, ...Object.fromEntries(s.actors.filter((a) => a.id === 'talker' || a.id === 'client').map((a) => [a.id, a.runsOn])) };
+          if (shown.talker === machine || Date.now() > deadline) return shown;
+        }
       };
-      let shown = await runsOn();
-      await until('the inspector to show where talker runs', () => shown.talker === 'h1' || void runsOn().then((x) => (shown = x)));
-      expect(shown).toEqual({ host: 'h2', talker: 'h1', client: 'h2' });
+      expect(await shownWhen('h1')).toEqual({ host: 'h2', talker: 'h1', client: 'h2' });
       const status = await cli(['status', '--root', r2]);
       expect(status.stdout).toMatch(/^talker .* h1 \(leased\)$/m);
       expect(status.stdout).toMatch(/^client .* h2 \(here\)$/m);
@@ -257,7 +259,7 @@ describe('cluster mode: two machines on one nats-server', () => {
       h1.child.kill('SIGKILL');
       expect((await h1.exited).signal).toBe('SIGKILL');
       for (let i = 0; i < 4; i++) await ask(); // answered by h2 once it holds the lease
-      await until('the inspector to show talker moved', () => shown.talker === 'h2' || void runsOn().then((x) => (shown = x)));
+      expect(await shownWhen('h2')).toEqual({ host: 'h2', talker: 'h2', client: 'h2' });
       // Each turn saw every earlier turn (two lines each): none lost at the failover, none briefed.
       expect(bodies).toEqual(bodies.map((_, i) => `heard "question ${i}" (history ${2 * i})`));
       expect(fs.readFileSync(path.join(r2, 'log.jsonl'), 'utf8')).toMatch(/"type":"session\.replica-restored","agent":"talker"/);
@@ -274,4 +276,39 @@ describe('cluster mode: two machines on one nats-server', () => {
       for (const e of ends) expect(e.code, e.stderr).toBe(0);
     }
   }, 120_000);
+  it('hive start, the real command, runs a machine of a cluster: it takes the lease of an unpinned agent, answers across NATS, stops gracefully', async () => {
+    const prefix = `cli${process.pid}`;
+    const root = tempRoot();
+    const file = path.join(path.dirname(root), 'hive.config.json');
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        root,
+        agents: [{ id: 'echo-x', brain: { kind: 'echo' } }, { id: 'client', brain: { kind: 'external' }, runsOn: 'h1' }],
+        cluster: { servers: [server!.url], host: 'h1', prefix, leaseMs: 2_000 },
+        audit: { enabled: false },
+        inspector: { enabled: false },
+      }),
+    );
+    const child = spawn(process.execPath, [path.join(process.cwd(), 'scripts', 'hive.mjs'), 'start', '--config', file, '--host', 'h1', '--json', '--quiet'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const ready = new Promise<void>((resolve, reject) => {
+      const { exited } = collectLines(child, (line) => line.includes('"event":"ready"') && resolve());
+      void exited.then((x) => reject(new Error(`hive start exited before ready: ${x.code} ${x.stderr}`)));
+    });
+    const closed = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+    const t = await createJetStreamTransport({ servers: [server!.url], prefix });
+    try {
+      await ready;
+      const m = createMessage({ from: 'client', to: 'echo-x', act: 'request', body: 'over the CLI' });
+      writeOutbox(root, [m]);
+      const deadline = Date.now() + 20_000;
+      while (!(await replies(t)).some((r) => r.in_reply_to === m.id) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect((await replies(t)).filter((r) => r.in_reply_to === m.id)).toHaveLength(1);
+      expect(fs.readFileSync(path.join(root, 'log.jsonl'), 'utf8')).toMatch(/"type":"cluster\.lease-acquired","agent":"echo-x","host":"h1"/);
+    } finally {
+      t.close();
+      child.kill('SIGTERM');
+      expect(await closed).toBe(0);
+    }
+  }, 60_000);
 });

@@ -5,7 +5,7 @@ import { writeFileAtomic } from '../fs/atomic.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { readClusterFile } from '../supervisor/cluster-file.ts';
-import { errorMessage } from '../errors.ts';
+import { HiveError, errorMessage } from '../errors.ts';
 import { withFileLock } from './lock.ts';
 import type { FencedFiles } from '../queue/jetstream-files.ts';
 
@@ -43,10 +43,13 @@ function readLocal(file: string): Buffer | null {
 export async function withClusterFiles<T>(root: string, fn: (files: FencedFiles) => Promise<T>): Promise<{ cluster: true; value: T } | { cluster: false }> {
   const cluster = readClusterFile(root);
   if (!cluster) return { cluster: false };
-  const { openFencedFiles } = await import('../queue/jetstream-files.ts');
+  const [{ openFencedFiles }, { isUnreachable }] = await Promise.all([import('../queue/jetstream-files.ts'), import('../queue/jetstream-transport.ts')]);
   const files = await openFencedFiles(cluster.servers, cluster.prefix);
   try {
     return { cluster: true, value: await fn(files) };
+  } catch (err) {
+    if (err instanceof HiveError || !isUnreachable(err)) throw err;
+    throw new HiveError('E_UNAVAILABLE', `The cluster's NATS JetStream did not answer (${cluster.servers.join(', ')}): ${errorMessage(err)}; nothing was written`, { cause: err, details: { shortage: 'nats' } });
   } finally {
     await files.close();
   }
@@ -72,18 +75,22 @@ export async function mirrorMemory(root: string, agent: string, data: Buffer): P
  */
 export async function appendClusterMemory(root: string, files: FencedFiles, agent: string, append: (base: Buffer) => Buffer): Promise<Buffer> {
   const p = agentPaths(root, agent);
+  const key = memoryKey(agent);
   let built: { baseLength: number; added: Buffer } | null = null;
-  const written = await files.update(
-    memoryKey(agent),
-    (current) => {
-      const base = current ?? readLocal(p.memory) ?? Buffer.alloc(0);
-      const added = append(base);
-      built = { baseLength: base.length, added };
-      return Buffer.concat([base, added]);
-    },
-    // A write whose answer was lost is there when read again: found after the base it was built on.
-    (current) => built !== null && current.indexOf(built.added, Math.max(0, built.baseLength - 1)) >= 0,
-  );
+  // A write whose answer was lost is there when read again: found after the base it was built on.
+  const done = (current: Buffer) => built !== null && current.indexOf(built.added, Math.max(0, built.baseLength - 1)) >= 0;
+  const change = (current: Buffer | null) => {
+    const base = current ?? readLocal(p.memory) ?? Buffer.alloc(0);
+    const added = append(base);
+    built = { baseLength: base.length, added };
+    return Buffer.concat([base, added]);
+  };
+  const { whileStarting } = await import('../queue/jetstream-transport.ts');
+  // A cluster electing a leader (a machine just died) answers for a while that it is not ready: tried again.
+  const written = await whileStarting(async () => {
+    const now = built ? await files.get(key) : null;
+    return now && done(now.data) ? now : files.update(key, change, done);
+  });
   const data = written!.data;
   await mirrorMemory(root, agent, data);
   return data;

@@ -97,7 +97,7 @@ function token(id: string): string {
 }
 
 /** NATS did not answer for now: a timeout, no responders, a lost connection, no leader yet. */
-function isUnreachable(err: unknown): boolean {
+export function isUnreachable(err: unknown): boolean {
   const name = (err as { name?: string }).name ?? '';
   // The client's own: no answer in time, nobody listening (JetStream not up yet), the connection gone.
   if (/^(TimeoutError|JetStreamNotEnabled|NoResponders|ClosedConnectionError|DrainingConnectionError|ConnectionError)$/.test(name)) return true;
