@@ -13,6 +13,7 @@ import type { DeliveryOutcome } from './inbox-writer.ts';
 import type { DeadLetterReason } from './dead-letter.ts';
 import type { AgentLink, ConversationStore, PendingItem, RestoredAgent, Transport } from './transport.ts';
 import { FencedFiles } from './jetstream-files.ts';
+import { SubjectFeed, type FedMsg } from './jetstream-feed.ts';
 import type { ConversationReplica } from '../session/replica.ts';
 
 /**
@@ -90,6 +91,7 @@ const DEDUPE_HORIZON = 5_000;
 /** Gets a read keeps in flight at once. */
 const READ_WINDOW = 128;
 const enc = new TextEncoder();
+const dec = new TextDecoder();
 
 /** An agent id as one subject token and part of a stream name ('.' is neither). */
 function token(id: string): string {
@@ -191,6 +193,9 @@ class JetStreamTransportImpl implements JetStreamTransport {
   private readonly handed = new Map<string, { ref: string; raw: string; message: HiveMessage | null }[]>();
   private readonly settled = new Map<string, Set<string>>();
   private readonly links = new Map<string, JetStreamAgentLink>();
+  /** The router's feeds of senders' subjects on `<p>_OUT` (commit records, sends), by subject. */
+  private readonly feeds = new Map<string, Promise<SubjectFeed | null>>();
+  private readonly sentListeners = new Set<(sender: string) => void>();
   private closed = false;
 
   constructor(
@@ -241,30 +246,26 @@ class JetStreamTransportImpl implements JetStreamTransport {
     const items: { ref: string; raw: string; message: HiveMessage | null; error: HiveError | null }[] = [];
     // The commit records first (an agent's turns), then what was sent: the filesystem's order.
     let lastRecord = 0;
-    for (let seq = mark.commit.seq; items.length < limit; ) {
-      const m = await this.nextOn(`${this.prefix}_OUT`, this.commitSubject(sender), seq);
-      if (!m) break;
+    for (const m of await this.subjectFrom(this.commitSubject(sender), sender, mark.commit.seq, () => items.length >= limit)) {
+      if (items.length >= limit) break;
       lastRecord = m.seq;
-      const record = m.json<CommitRecord>();
+      const record = JSON.parse(dec.decode(m.data)) as CommitRecord;
       (record.messages ?? []).forEach((message, index) => {
         if (m.seq === mark.commit.seq && index < mark.commit.index) return;
         const ref = `c${m.seq}.${index}`;
         if (!done.has(ref) && items.length < limit) items.push({ ref, raw: JSON.stringify(message), message, error: null });
       });
-      seq = m.seq + 1;
     }
     if (items.length === 0 && lastRecord > mark.commit.seq && !this.handed.get(sender)?.some((i) => i.ref.startsWith('c'))) {
       // Every record up to here has nothing left to route (turns that sent nothing): the
       // mark moves past them, or each pass would read them all again.
       await this.saveMark(sender, { ...mark, commit: { seq: lastRecord + 1, index: 0 } });
     }
-    for (let seq = mark.send + 1; items.length < limit; ) {
-      const m = await this.nextOn(`${this.prefix}_OUT`, `${this.prefix}.send.${token(sender)}`, seq);
-      if (!m) break;
-      seq = m.seq + 1;
+    for (const m of await this.subjectFrom(`${this.prefix}.send.${token(sender)}`, sender, mark.send + 1, () => items.length >= limit)) {
+      if (items.length >= limit) break;
       const ref = `s${m.seq}`;
       if (done.has(ref)) continue;
-      const raw = m.string();
+      const raw = dec.decode(m.data);
       let parsed;
       try {
         parsed = parseMessage(JSON.parse(raw));
@@ -344,6 +345,33 @@ class JetStreamTransportImpl implements JetStreamTransport {
     m = e && e.operation === 'PUT' && e.length > 0 ? e.json<RoutedMark>() : { commit: { seq: 0, index: 0 }, send: 0 };
     this.marks.set(sender, m);
     return m;
+  }
+
+  /**
+   * The messages on `subject` of `<p>_OUT` from `seq` on, in order: what the subject's feed
+   * holds (opened at the first call, from there on), then read one by one from the stream
+   * until the subject ends or `enough()`.
+   */
+  private async subjectFrom(subject: string, sender: string, from: number, enough: () => boolean): Promise<FedMsg[]> {
+    const seq = Math.max(1, from);
+    let feed = this.feeds.get(subject);
+    if (feed && (await feed)?.usable === false) feed = undefined; // stopped: opened again from here
+    if (!feed) {
+      const opened = new SubjectFeed(this.js, `${this.prefix}_OUT`, subject, seq, () => this.sentListeners.forEach((l) => l(sender))).open();
+      feed = opened.catch(() => (this.feeds.delete(subject), null));
+      this.feeds.set(subject, feed);
+    }
+    // What the feed holds, then the stream itself from where the feed ends: one request
+    // that finds nothing when the feed has it all (a consumer is a moment behind a publish).
+    const out: FedMsg[] = (await feed)?.after(seq) ?? [];
+    for (let at = out.length > 0 ? out.at(-1)!.seq + 1 : seq; !enough(); ) {
+      const m = await this.nextOn(`${this.prefix}_OUT`, subject, at);
+      if (!m) break;
+      out.push({ seq: m.seq, subject: m.subject, data: m.data });
+      at = m.seq + 1;
+      if (out.length >= READ_WINDOW) break; // the caller asks again for more
+    }
+    return out;
   }
 
   /**
@@ -509,20 +537,31 @@ class JetStreamTransportImpl implements JetStreamTransport {
       const seqs = Array.from({ length: Math.min(window, upTo - from + 1) }, (_, i) => from + i);
       got.push(...(await Promise.all(seqs.map(get)))); // a null: the end of the inbox
     }
+    return this.entriesOf(recipient, got.flatMap((m) => (m ? [{ seq: m.seq, subject: m.subject, data: m.data }] : [])));
+  }
+
+  /** Inbox messages as entries; one that is not a valid message is dead-lettered (its seq stays a gap). */
+  async entriesOf(recipient: string, msgs: FedMsg[]): Promise<InboxEntry[]> {
+    const stream = this.inboxStream(recipient);
     const entries: InboxEntry[] = [];
-    for (const m of got) {
-      if (!m) continue;
+    for (const m of msgs) {
       const where = `${stream}#${m.seq}`;
+      const raw = dec.decode(m.data);
       let parsed;
       try {
-        parsed = parseMessage(m.json());
+        parsed = parseMessage(JSON.parse(raw));
       } catch (err) {
         parsed = { ok: false as const, error: new HiveError('E_BAD_MESSAGE', `Not JSON: ${errorMessage(err)}`) };
       }
       if (parsed.ok) entries.push({ seq: m.seq, id: parsed.message.id, ref: where, message: parsed.message });
-      else await this.storeDead(`inbox-${token(recipient)}-${m.seq}.json`, m.string(), { error: parsed.error.message, code: parsed.error.code, source: where });
+      else await this.storeDead(`inbox-${token(recipient)}-${m.seq}.json`, raw, { error: parsed.error.message, code: parsed.error.code, source: where });
     }
     return entries;
+  }
+
+  /** A feed of the agent's inbox from `seq` on (null when it cannot be opened now). */
+  openInboxFeed(recipient: string, seq: number, onMessage: () => void): Promise<SubjectFeed | null> {
+    return new SubjectFeed(this.js, this.inboxStream(recipient), this.inboxSubject(recipient), seq, onMessage).open().catch(() => null);
   }
 
   async cursor(recipient: string): Promise<number> {
@@ -573,11 +612,16 @@ class JetStreamTransportImpl implements JetStreamTransport {
   }
 
   onSent(listener: (sender: string) => void): () => void {
+    // Core subscriptions hear every publish at once; the feeds say when what was heard can be read.
     const subs = ['commit', 'send'].map((kind) => {
       const head = `${this.prefix}.${kind}.`;
       return this.nc.subscribe(`${head}*`, { callback: (_err, msg) => listener(msg.subject.slice(head.length).replaceAll('=', '.')) });
     });
-    return () => subs.forEach((s) => s.unsubscribe());
+    this.sentListeners.add(listener);
+    return () => {
+      subs.forEach((s) => s.unsubscribe());
+      this.sentListeners.delete(listener);
+    };
   }
 
   // ---- the agent's side ----------------------------------------------------------------
@@ -595,6 +639,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     if (this.closed) return;
     this.closed = true;
     for (const l of [...this.links.values()]) l.close();
+    for (const f of this.feeds.values()) void f.then((x) => x?.close());
     void this.nc.close();
   }
 
@@ -602,6 +647,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     if (this.closed) return;
     this.closed = true;
     for (const l of [...this.links.values()]) l.close();
+    for (const f of this.feeds.values()) void f.then((x) => x?.close());
     await this.nc.drain();
   }
 }
@@ -616,6 +662,7 @@ class JetStreamAgentLink implements AgentLink {
   private readonly listeners = new Set<() => void>();
   private sub: Subscription | null = null;
   private poll: NodeJS.Timeout | null = null;
+  private feed: SubjectFeed | null = null;
 
   constructor(
     private readonly t: JetStreamTransportImpl,
@@ -639,7 +686,20 @@ class JetStreamAgentLink implements AgentLink {
   }
 
   async fetch(afterSeq: number, limit?: number): Promise<InboxEntry[]> {
-    return this.t.read(this.agentId, afterSeq, limit);
+    const fed = (await this.feedFrom(afterSeq + 1))?.after(afterSeq + 1, limit) ?? [];
+    if (limit !== undefined && fed.length >= limit) return this.t.entriesOf(this.agentId, fed);
+    // Then from the stream where the feed ends: a publish may be in the stream before the
+    // consumer passes it on (one request that finds nothing when the feed had it all).
+    const rest = await this.t.read(this.agentId, fed.length > 0 ? fed.at(-1)!.seq : afterSeq, limit === undefined ? undefined : limit - fed.length);
+    return [...(await this.t.entriesOf(this.agentId, fed)), ...rest];
+  }
+
+  /** The inbox feed covering `seq` (opened there the first time; again if the cursor went back). */
+  private async feedFrom(seq: number): Promise<SubjectFeed | null> {
+    if (this.feed && this.feed.start <= seq) return this.feed;
+    this.feed?.close();
+    this.feed = await this.t.openInboxFeed(this.agentId, seq, () => this.notify());
+    return this.feed;
   }
 
   async commit(context: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): Promise<number> {
@@ -687,6 +747,8 @@ class JetStreamAgentLink implements AgentLink {
   close(): void {
     this.listeners.clear();
     this.quiet();
+    this.feed?.close();
+    this.feed = null;
     this.onClose();
   }
 }

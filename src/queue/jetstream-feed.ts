@@ -1,0 +1,84 @@
+import { DeliverPolicy, type ConsumerMessages, type JetStreamClient } from '@nats-io/jetstream';
+
+/** A feed holding more than this unread stops (the caller reads from the stream instead). */
+const MAX_HELD = 10_000;
+
+/** One message of a stream as a feed holds it. */
+export interface FedMsg {
+  seq: number;
+  subject: string;
+  data: Uint8Array;
+}
+
+/**
+ * A stream's messages on one subject from `start` on, pushed by an ordered consumer
+ * (docs/architecture.md, "Transport on JetStream"): what an agent's link reads its inbox
+ * from, and the router an agent's commit records, instead of one request per message.
+ * An ordered consumer is gap-free and in stream order (it starts again by itself where it
+ * stopped when its server goes away), so the feed holds every message on the subject from
+ * `start` up to the newest it was given; `after` answers from that without a request. It
+ * may be a moment behind the stream (a publish is acknowledged before the consumer passes
+ * it on), so the caller reads on from the stream where the feed ends: one request that
+ * finds nothing when the feed had it all. A feed that stopped for good answers null.
+ */
+export class SubjectFeed {
+  private readonly held: FedMsg[] = [];
+  private messages: ConsumerMessages | null = null;
+  private closed = false;
+  private stopped = false;
+
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly stream: string,
+    private readonly subject: string,
+    /** The first stream sequence the feed covers. */
+    readonly start: number,
+    private readonly onMessage: () => void,
+  ) {}
+
+  async open(): Promise<this> {
+    const consumer = await this.js.consumers.get(this.stream, {
+      filter_subjects: this.subject,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: Math.max(1, this.start),
+    });
+    const messages = await consumer.consume({ max_messages: 512 });
+    this.messages = messages;
+    if (this.closed) void messages.close();
+    void (async () => {
+      for await (const m of messages) {
+        this.held.push({ seq: m.seq, subject: m.subject, data: m.data });
+        // Nobody reads it any more (its agent runs elsewhere now): let it go rather than grow.
+        if (this.held.length > MAX_HELD) return this.close();
+        this.onMessage();
+      }
+    })().catch(() => undefined).finally(() => {
+      this.stopped = true; // every read goes to the stream from now on
+    });
+    return this;
+  }
+
+  /**
+   * The held messages with seq ≥ `from`, up to `limit`, in order (those before `from` are
+   * let go: the caller never asks for them again). Null when the feed cannot answer: it
+   * starts after `from`, or its consumer stopped for good.
+   */
+  after(from: number, limit = Infinity): FedMsg[] | null {
+    if (this.closed || this.stopped || from < this.start) return null;
+    let drop = 0;
+    while (drop < this.held.length && this.held[drop]!.seq < from) drop++;
+    if (drop > 0) this.held.splice(0, drop);
+    return Number.isFinite(limit) ? this.held.slice(0, limit) : [...this.held];
+  }
+
+  /** False once closed or stopped: open a new one. */
+  get usable(): boolean {
+    return !this.closed && !this.stopped;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.held.length = 0;
+    void this.messages?.close().catch(() => undefined);
+  }
+}
