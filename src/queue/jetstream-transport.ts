@@ -246,7 +246,9 @@ class JetStreamTransportImpl implements JetStreamTransport {
     const items: { ref: string; raw: string; message: HiveMessage | null; error: HiveError | null }[] = [];
     // The commit records first (an agent's turns), then what was sent: the filesystem's order.
     let lastRecord = 0;
-    for (const m of await this.subjectFrom(this.commitSubject(sender), sender, mark.commit.seq, () => items.length >= limit)) {
+    // Both subjects at once: when the feeds have it all, the pass costs one round trip.
+    const [records, sends] = await Promise.all([this.subjectFrom(this.commitSubject(sender), sender, mark.commit.seq), this.subjectFrom(`${this.prefix}.send.${token(sender)}`, sender, mark.send + 1)]);
+    for (const m of records) {
       if (items.length >= limit) break;
       lastRecord = m.seq;
       const record = JSON.parse(dec.decode(m.data)) as CommitRecord;
@@ -261,7 +263,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
       // mark moves past them, or each pass would read them all again.
       await this.saveMark(sender, { ...mark, commit: { seq: lastRecord + 1, index: 0 } });
     }
-    for (const m of await this.subjectFrom(`${this.prefix}.send.${token(sender)}`, sender, mark.send + 1, () => items.length >= limit)) {
+    for (const m of sends) {
       if (items.length >= limit) break;
       const ref = `s${m.seq}`;
       if (done.has(ref)) continue;
@@ -350,9 +352,9 @@ class JetStreamTransportImpl implements JetStreamTransport {
   /**
    * The messages on `subject` of `<p>_OUT` from `seq` on, in order: what the subject's feed
    * holds (opened at the first call, from there on), then read one by one from the stream
-   * until the subject ends or `enough()`.
+   * until the subject ends (at most 4 × READ_WINDOW at a time: the caller asks again for more).
    */
-  private async subjectFrom(subject: string, sender: string, from: number, enough: () => boolean): Promise<FedMsg[]> {
+  private async subjectFrom(subject: string, sender: string, from: number): Promise<FedMsg[]> {
     const seq = Math.max(1, from);
     let feed = this.feeds.get(subject);
     if (feed && (await feed)?.usable === false) feed = undefined; // stopped: opened again from here
@@ -364,12 +366,12 @@ class JetStreamTransportImpl implements JetStreamTransport {
     // What the feed holds, then the stream itself from where the feed ends: one request
     // that finds nothing when the feed has it all (a consumer is a moment behind a publish).
     const out: FedMsg[] = (await feed)?.after(seq) ?? [];
-    for (let at = out.length > 0 ? out.at(-1)!.seq + 1 : seq; !enough(); ) {
+    for (let at = out.length > 0 ? out.at(-1)!.seq + 1 : seq; ; ) {
       const m = await this.nextOn(`${this.prefix}_OUT`, subject, at);
       if (!m) break;
       out.push({ seq: m.seq, subject: m.subject, data: m.data });
       at = m.seq + 1;
-      if (out.length >= READ_WINDOW) break; // the caller asks again for more
+      if (out.length >= 4 * READ_WINDOW) break; // the caller asks again for more
     }
     return out;
   }
@@ -696,7 +698,7 @@ class JetStreamAgentLink implements AgentLink {
 
   /** The inbox feed covering `seq` (opened there the first time; again if the cursor went back). */
   private async feedFrom(seq: number): Promise<SubjectFeed | null> {
-    if (this.feed && this.feed.start <= seq) return this.feed;
+    if (this.feed?.usable && this.feed.start <= seq) return this.feed;
     this.feed?.close();
     this.feed = await this.t.openInboxFeed(this.agentId, seq, () => this.notify());
     return this.feed;
@@ -724,7 +726,9 @@ class JetStreamAgentLink implements AgentLink {
     // A delivery is a publish on the inbox's subject: every subscriber sees it, wherever it runs.
     // A replicated stream may not have stored it yet when the subscriber hears it, and a
     // fetch then finds nothing: a poll makes sure a missed one costs latency, never a message.
-    this.sub ??= this.t.nc.subscribe(this.t.inboxSubject(this.agentId), { callback: () => this.notify() });
+    // The feed wakes the agent once it has the entry (a fetch then costs one round trip);
+    // the subject's publishes only while there is no working feed.
+    this.sub ??= this.t.nc.subscribe(this.t.inboxSubject(this.agentId), { callback: () => void (this.feed?.usable || this.notify()) });
     this.poll ??= setInterval(() => this.notify(), this.t.pollMs);
     this.poll.unref();
     return () => {
