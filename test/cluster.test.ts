@@ -251,6 +251,9 @@ describe('cluster mode: two machines on one nats-server', () => {
         }
       };
       expect(await shownWhen('h1')).toEqual({ host: 'h2', talker: 'h1', client: 'h2' });
+      // The inspector on h2 reads conversations through the cluster: talker's inbox is in JetStream, not in h2's folder.
+      const found = (await (await fetch(inspector.replace('/?', '/api/search?q=question%200&'))).json()) as { messages: { body: string; deliveries: { agent: string; handled: boolean }[] }[] };
+      expect(found.messages.find((m) => m.body === 'question 0')?.deliveries).toEqual([expect.objectContaining({ agent: 'talker', handled: true })]);
       const status = await cli(['status', '--root', r2]);
       expect(status.stdout).toMatch(/^talker .* h1 \(leased\)$/m);
       expect(status.stdout).toMatch(/^client .* h2 \(here\)$/m);

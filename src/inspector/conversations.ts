@@ -1,7 +1,7 @@
 import { hivePaths } from '../layout/paths.ts';
 import { listDir } from '../fs/atomic.ts';
 import { isAgentId, GOD_ID } from '../protocol/agent-id.ts';
-import { listInbox } from '../queue/inbox.ts';
+import { listInbox, type InboxRow } from '../queue/inbox.ts';
 import { committedCursor } from '../queue/committed-cursor.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { readJsonFile } from '../fs/atomic.ts';
@@ -69,17 +69,31 @@ function timelineOf(root: string): { deliveredAt: Map<string, string>; turns: Ma
   return { deliveredAt, turns };
 }
 
+/**
+ * Where the inspector reads an agent's inbox: the folder on one machine, or in cluster mode
+ * the transport (every machine's agents: `src/queue/tool-transport.ts`). Each row is done
+ * once the agent's committed cursor passed it.
+ */
+export type InboxSource = (agent: string) => Promise<InboxRow[]>;
+
+/** The folder's inboxes, done up to each agent's committed cursor. */
+export function localInboxes(root: string): InboxSource {
+  return async (agent) => {
+    const cursor = committedCursor(root, agent);
+    return listInbox(root, agent).map((e) => ({ ...e, done: e.done || e.seq <= cursor }));
+  };
+}
+
 /** Every message delivered (to `agents` only, when given), oldest first (by creation time, then id). */
-export function deliveredMessages(root: string, agents?: string[]): MessageRow[] {
+export async function deliveredMessages(root: string, agents?: string[], inboxes: InboxSource = localInboxes(root)): Promise<MessageRow[]> {
   const rows = new Map<string, MessageRow>();
   for (const agent of agents ?? listDir(hivePaths(root).agents).filter(isAgentId)) {
-    let entries: ReturnType<typeof listInbox>;
+    let entries: InboxRow[];
     try {
-      entries = listInbox(root, agent);
+      entries = await inboxes(agent);
     } catch {
-      continue; // not a readable agent folder
+      continue; // not a readable agent folder, or an agent the cluster has no inbox for
     }
-    const cursor = committedCursor(root, agent);
     for (const e of entries) {
       const m: HiveMessage | null = e.message;
       if (!m) continue;
@@ -96,7 +110,7 @@ export function deliveredMessages(root: string, agents?: string[]): MessageRow[]
         needs_human: m.needs_human,
         deliveries: [],
       };
-      row.deliveries.push({ agent, seq: e.seq, handled: e.done || e.seq <= cursor });
+      row.deliveries.push({ agent, seq: e.seq, handled: e.done });
       rows.set(m.id, row);
     }
   }
@@ -104,8 +118,8 @@ export function deliveredMessages(root: string, agents?: string[]): MessageRow[]
 }
 
 /** One conversation, every message in order with its full body, when each was delivered and the turn that handled it. */
-export function conversationOf(root: string, conversation: string): MessageRow[] {
-  const rows = deliveredMessages(root).filter((m) => m.conversation === conversation);
+export async function conversationOf(root: string, conversation: string, inboxes?: InboxSource): Promise<MessageRow[]> {
+  const rows = (await deliveredMessages(root, undefined, inboxes)).filter((m) => m.conversation === conversation);
   const { deliveredAt, turns } = timelineOf(root);
   for (const m of rows) {
     for (const d of m.deliveries) {
@@ -119,18 +133,18 @@ export function conversationOf(root: string, conversation: string): MessageRow[]
 }
 
 /** Messages whose id, conversation, subject or body holds `query` (case-insensitive), newest first. */
-export function searchMessages(root: string, query: string, limit = 50): MessageRow[] {
+export async function searchMessages(root: string, query: string, limit = 50, inboxes?: InboxSource): Promise<MessageRow[]> {
   const q = query.trim().toLowerCase();
   if (!q) return [];
-  return deliveredMessages(root)
+  return (await deliveredMessages(root, undefined, inboxes))
     .filter((m) => [m.id, m.conversation, m.subject, m.body, m.from, m.to].some((f) => f.toLowerCase().includes(q)))
     .reverse()
     .slice(0, limit);
 }
 
 /** God's inbox, newest first: the results and notices the people were sent. */
-export function godInbox(root: string, limit = 50): MessageRow[] {
-  return deliveredMessages(root, [GOD_ID])
+export async function godInbox(root: string, limit = 50, inboxes?: InboxSource): Promise<MessageRow[]> {
+  return (await deliveredMessages(root, [GOD_ID], inboxes))
     .reverse()
     .slice(0, limit);
 }

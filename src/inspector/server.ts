@@ -3,7 +3,10 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Hive } from '../hive.ts';
-import { agentTurns, conversationOf, godInbox, searchMessages } from './conversations.ts';
+import { agentTurns, conversationOf, godInbox, searchMessages, type InboxSource } from './conversations.ts';
+import { inboxRows, openToolTransport } from '../queue/tool-transport.ts';
+import type { Transport } from '../queue/transport.ts';
+import { readClusterFile } from '../supervisor/cluster-file.ts';
 import { HiveError, errorMessage, isHiveError } from '../errors.ts';
 import { renderMachineSvg } from './diagram.ts';
 import { agentMachineSvg } from './agent-machine.ts';
@@ -84,6 +87,14 @@ async function readBody(req: http.IncomingMessage, max = 256 * 1024): Promise<st
 export async function startInspector(hive: Hive, options: { port?: number; token?: string } = {}): Promise<Inspector> {
   const token = options.token ?? createToken();
   const model = new InspectorModel(hive);
+  // Cluster mode: conversations are read through the transport (every machine's inboxes).
+  let tools: Promise<Transport> | null = null;
+  const inboxes = async (): Promise<InboxSource | undefined> => {
+    if (!readClusterFile(hive.root)) return undefined;
+    tools ??= openToolTransport(hive.root).catch((err: unknown) => ((tools = null), Promise.reject(err)));
+    const t = await tools;
+    return (agent) => inboxRows(t, agent);
+  };
   const streams = new Set<http.ServerResponse>();
   let port = 0;
 
@@ -128,14 +139,14 @@ export async function startInspector(hive: Hive, options: { port?: number; token
       case 'GET /api/conversation': {
         const id = url.searchParams.get('id') ?? '';
         if (!id) return sendError(res, 400, 'E_BAD_ARGS', 'Expected ?id=<conversation id>');
-        return send(res, 200, JSON.stringify({ conversation: id, messages: conversationOf(hive.root, id) }));
+        return send(res, 200, JSON.stringify({ conversation: id, messages: await conversationOf(hive.root, id, await inboxes()) }));
       }
       case 'GET /api/search':
-        return send(res, 200, JSON.stringify({ query: url.searchParams.get('q') ?? '', messages: searchMessages(hive.root, url.searchParams.get('q') ?? '') }));
+        return send(res, 200, JSON.stringify({ query: url.searchParams.get('q') ?? '', messages: await searchMessages(hive.root, url.searchParams.get('q') ?? '', 50, await inboxes()) }));
       case 'GET /api/turns':
         return send(res, 200, JSON.stringify(agentTurns(hive.root, url.searchParams.get('agent') ?? '')));
       case 'GET /api/god':
-        return send(res, 200, JSON.stringify({ messages: godInbox(hive.root) }));
+        return send(res, 200, JSON.stringify({ messages: await godInbox(hive.root, 50, await inboxes()) }));
       case 'POST /api/answer': {
         if (presented.via !== 'header') return sendError(res, 403, 'E_BAD_ARGS', 'Answers must carry the token in the x-hive-token header');
         let input: { id?: unknown; body?: unknown };
@@ -202,6 +213,7 @@ export async function startInspector(hive: Hive, options: { port?: number; token
     token,
     async close() {
       model.close();
+      void tools?.then((t) => t.close(), () => undefined);
       for (const s of streams) s.end();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
