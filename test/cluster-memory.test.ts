@@ -12,8 +12,11 @@ import { openFencedFiles, type FencedFiles } from '../src/queue/jetstream-files.
 import { memoryKey, startMemoryMirror } from '../src/memory/cluster-memory.ts';
 import { remember } from '../src/memory/remember.ts';
 import { condenseAgentMemory } from '../src/memory/reflect.ts';
+import { externalInbox } from '../src/queue/external-inbox.ts';
+import { createMessage } from '../src/protocol/message.ts';
 
-// memory.md in cluster mode: the cluster's KV holds it, each machine's folder a mirror.
+// Cluster mode beyond the message path: memory.md (the cluster's KV holds it, each
+// machine's folder a mirror) and an agent CLI's inbox (hooks socket, hive mcp).
 // Each "machine" here is a hive folder with a cluster.json naming the test's nats-server.
 let server: NatsServer | null = null;
 let n = 0;
@@ -38,14 +41,15 @@ async function machines(count: number): Promise<{ roots: string[]; files: Fenced
 const stored = async (files: FencedFiles) => (await files.get(memoryKey('ann')))?.data.toString('utf8') ?? null;
 const local = (root: string) => fs.readFileSync(agentPaths(root, 'ann').memory, 'utf8');
 
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  for (const f of open) await f.close();
+  await server?.stop();
+});
+
 describe('memory.md in cluster mode', () => {
-  beforeAll(async () => {
-    server = await startNatsServer();
-  });
-  afterAll(async () => {
-    for (const f of open) await f.close();
-    await server?.stop();
-  });
 
   it('remember writes to the cluster and mirrors at once; concurrent writes from two machines all land, each once', async () => {
     const { roots, files } = await machines(2);
@@ -100,5 +104,35 @@ describe('memory.md in cluster mode', () => {
     });
     expect(raced).toMatchObject({ status: 'aborted' });
     expect(await stored(files)).toContain('Written on h2 at the last moment');
+  });
+});
+
+describe("an agent CLI's inbox in cluster mode (the hooks socket, hive mcp)", () => {
+  it('reads the unread entries from the cluster, finds a message by id, and acknowledges by a fenced commit there: forward only, never past what was delivered, two machines at once', async () => {
+    const { roots } = await machines(2);
+    const prefix = JSON.parse(fs.readFileSync(clusterFilePath(roots[0]!), 'utf8')).prefix as string;
+    const t = await createJetStreamTransport({ servers: [server!.url], prefix });
+    await t.ensureAgent('ann');
+    const sent = [1, 2, 3].map((i) => createMessage({ from: 'god', to: 'ann', act: 'inform', body: `m${i}` }));
+    await t.deliver('ann', sent);
+    const [a, b] = [externalInbox(roots[0]!), externalInbox(roots[1]!)];
+    try {
+      expect(fs.existsSync(agentPaths(roots[0]!, 'ann').inbox) ? fs.readdirSync(agentPaths(roots[0]!, 'ann').inbox).filter((f) => f.endsWith('.jsonl')) : []).toEqual([]); // nothing in the folder
+      expect((await a.unread('ann', 10)).map((e) => e.message.body)).toEqual(['m1', 'm2', 'm3']);
+      expect((await b.find('ann', sent[1]!.id))?.body).toBe('m2');
+      expect(await a.acknowledgeThrough('ann', 9)).toEqual({ beyond: 3 });
+      // Two machines at once: whichever commits second sees the first's commit (a fenced
+      // conflict, looked at again); the cursor ends at the higher seq, never back.
+      const [, two] = await Promise.all([a.acknowledgeThrough('ann', 1), b.acknowledgeThrough('ann', 2)]);
+      expect(two).toEqual({ cursor: 2, moved: true });
+      expect(await t.cursor('ann')).toBe(2);
+      expect(await a.acknowledgeThrough('ann', 1)).toEqual({ cursor: 2, moved: false });
+      expect((await b.unread('ann', 10)).map((e) => e.message.body)).toEqual(['m3']);
+      expect(await a.cursor('ann')).toBe(2);
+    } finally {
+      a.close();
+      b.close();
+      t.close();
+    }
   });
 });

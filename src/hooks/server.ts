@@ -5,9 +5,7 @@ import { appendEvent } from '../log/event-log.ts';
 import { HiveError } from '../errors.ts';
 import { listenJsonLine, type JsonLineServer } from '../net/json-line.ts';
 import { publishSocketPath, socketPathFor } from '../net/socket-path.ts';
-import { readInbox } from '../queue/inbox.ts';
-import { acknowledgeThrough } from '../queue/external-ack.ts';
-import { committedCursor } from '../queue/committed-cursor.ts';
+import { externalInbox, type ExternalInbox } from '../queue/external-inbox.ts';
 import { describeInput } from '../brains/prompt.ts';
 import { currentSession } from '../session/session.ts';
 import { sessionPaths } from '../session/paths.ts';
@@ -105,7 +103,7 @@ function journal(root: string, e: HookEvent, answer: unknown, journals: Map<stri
  * turns, and moving it from outside would skip messages it never handled — and for a seq
  * beyond what is in the inbox.
  */
-function acknowledge(root: string, agentId: string, token: string, options: HooksOptions): number {
+async function acknowledge(root: string, agentId: string, token: string, options: HooksOptions, inbox: ExternalInbox): Promise<number> {
   const m = /^([a-z0-9][a-z0-9._-]{0,63}):(\d+)$/.exec(token);
   if (!m) fail('E_HOOK', `Expected ack to look like "<agent>:<seq>" (as a Stop answer gives it), got ${JSON.stringify(token)}`);
   if (m[1] !== agentId) fail('E_HOOK', `The ack ${JSON.stringify(token)} belongs to agent "${m[1]}", not to "${agentId}" who sent it`);
@@ -113,7 +111,7 @@ function acknowledge(root: string, agentId: string, token: string, options: Hook
     fail('E_HOOK', `Agent "${agentId}" is run by its own actor: its cursor moves with its turns, not with hook acks (ack ${JSON.stringify(token)} ignored)`);
   }
   const seq = Number(m[2]);
-  const r = acknowledgeThrough(root, agentId, seq);
+  const r = await inbox.acknowledgeThrough(agentId, seq);
   if ('beyond' in r) fail('E_HOOK', `The ack ${JSON.stringify(token)} names seq ${seq}, but the inbox of "${agentId}" ends at seq ${r.beyond}`);
   if (!r.moved) return seq;
   options.onAck?.(agentId, seq);
@@ -121,8 +119,8 @@ function acknowledge(root: string, agentId: string, token: string, options: Hook
   return seq;
 }
 
-function answerFor(root: string, e: HookEvent, options: HooksOptions): Record<string, unknown> {
-  if (typeof e.ack === 'string') acknowledge(root, e.agent_id, e.ack, options);
+async function answerFor(root: string, e: HookEvent, options: HooksOptions, inbox: ExternalInbox): Promise<Record<string, unknown>> {
+  if (typeof e.ack === 'string') await acknowledge(root, e.agent_id, e.ack, options, inbox);
   switch (e.hook_event_name) {
     case 'PreToolUse': {
       const verdict = evaluateToolPolicy(options.deny, e.agent_id, String(e.tool_name ?? ''), e.tool_input);
@@ -137,12 +135,12 @@ function answerFor(root: string, e: HookEvent, options: HooksOptions): Record<st
       };
     }
     case 'Ack':
-      return { ok: true, cursor: typeof e.ack === 'string' ? committedCursor(root, e.agent_id) : null };
+      return { ok: true, cursor: typeof e.ack === 'string' ? await inbox.cursor(e.agent_id) : null };
     case 'Stop': {
       if (!options.isPassive(e.agent_id)) return { ok: true };
       const previous = pendingAck(root, e.agent_id);
-      if (e.stop_hook_active && previous) acknowledge(root, e.agent_id, previous, options);
-      const entries = readInbox(root, e.agent_id, committedCursor(root, e.agent_id), 50).entries;
+      if (e.stop_hook_active && previous) await acknowledge(root, e.agent_id, previous, options, inbox);
+      const entries = await inbox.unread(e.agent_id, 50);
       if (entries.length === 0) {
         if (previous) setPendingAck(root, e.agent_id, null);
         return { ok: true };
@@ -168,6 +166,8 @@ export async function startHooksServer(root: string, options: HooksOptions): Pro
   ensureHiveKey(root);
   const socketPath = socketPathFor(root, HOOKS_SOCKET);
   const journals = new Map<string, JsonlJournal<unknown>>();
+  // A passive agent's inbox: the folder's, or in cluster mode the cluster's.
+  const inbox = externalInbox(root);
   const server = await listenJsonLine(socketPath, {
     maxBytes: options.maxLineBytes,
     onBadLine: (error) => appendEvent(root, { type: 'hook.rejected', error }),
@@ -181,7 +181,7 @@ export async function startHooksServer(root: string, options: HooksOptions): Pro
       }
       let answer: Record<string, unknown>;
       try {
-        answer = answerFor(root, e, options);
+        answer = await answerFor(root, e, options, inbox);
       } catch (err) {
         appendEvent(root, { type: 'hook.rejected', agent: e.agent_id, event: e.hook_event_name, error: (err as Error).message });
         throw err;
@@ -191,5 +191,11 @@ export async function startHooksServer(root: string, options: HooksOptions): Pro
     },
   });
   publishSocketPath(root, HOOKS_SOCKET, socketPath);
-  return server;
+  return {
+    path: server.path,
+    async close() {
+      inbox.close();
+      await server.close();
+    },
+  };
 }

@@ -102,4 +102,5 @@ export async function serveMcp(scope: McpScope, transport: Transport = new Stdio
   });
   await server.connect(transport);
   await closed;
+  scope.inbox.close();
 }

@@ -5,9 +5,7 @@ import { GOD_ID, isAgentId } from '../protocol/agent-id.ts';
 import { agentPaths } from '../layout/paths.ts';
 import { requireHive } from '../layout/ensure.ts';
 import { writeOutbox } from '../queue/outbox.ts';
-import { listInbox, readInbox } from '../queue/inbox.ts';
-import { acknowledgeThrough } from '../queue/external-ack.ts';
-import { committedCursor } from '../queue/committed-cursor.ts';
+import { externalInbox, type ExternalInbox } from '../queue/external-inbox.ts';
 import { readRegistry } from '../registry/registry.ts';
 import { PASSIVE_KINDS } from '../brains/create.ts';
 import { runGetMemory } from '../memory/tool.ts';
@@ -24,6 +22,8 @@ import { isAgentToken } from '../hooks/agent-token.ts';
 export interface McpScope {
   root: string;
   agent: string;
+  /** Its inbox: the folder's, or the cluster's in cluster mode (src/queue/external-inbox.ts). */
+  inbox: ExternalInbox;
 }
 
 /** Checks the hive, the agent and its token (HMAC of hive.key: the hooks socket's rule). */
@@ -33,7 +33,7 @@ export function openScope(root: string, agent: string, token: string | undefined
   if (!fs.existsSync(agentPaths(root, agent).dir)) throw new HiveError('E_UNKNOWN_AGENT', `Agent "${agent}" does not exist in ${root}; spawn it first`);
   if (token === undefined) throw new HiveError('E_BAD_ARGS', `hive mcp for "${agent}" needs its token in HIVE_AGENT_TOKEN (Hive sets it for the agents it starts; \`hive token ${agent}\` prints it)`);
   if (!isAgentToken(root, agent, token)) throw new HiveError('E_BAD_ARGS', `HIVE_AGENT_TOKEN is not the token of agent "${agent}": refused`);
-  return { root, agent };
+  return { root, agent, inbox: externalInbox(root) };
 }
 
 /** Optional fields may come as undefined (what a schema-checked tool call hands over). */
@@ -46,9 +46,8 @@ export type SendInput = {
 } & Partial<Maybe<{ subject: string; needs_human: boolean; in_reply_to: string; conversation: string }>>
 
 /** The message of this agent's inbox (live or done) with this id, or null. */
-function received(s: McpScope, id: string): HiveMessage | null {
-  const entry = listInbox(s.root, s.agent).find((e) => e.id === id);
-  return entry ? entry.message : null;
+function received(s: McpScope, id: string): Promise<HiveMessage | null> {
+  return s.inbox.find(s.agent, id);
 }
 
 /**
@@ -57,9 +56,9 @@ function received(s: McpScope, id: string): HiveMessage | null {
  * conversation and counts one hop more, as a brain's reply does: the router's hop cap stops
  * a reply loop between agents talking over MCP too.
  */
-export function sendMessage(s: McpScope, input: SendInput): { id: string; conversation: string } {
+export async function sendMessage(s: McpScope, input: SendInput): Promise<{ id: string; conversation: string }> {
   const fields: Record<string, unknown> = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
-  const parent = input.in_reply_to ? received(s, input.in_reply_to) : null;
+  const parent = input.in_reply_to ? await received(s, input.in_reply_to) : null;
   if (parent) {
     fields.conversation ??= parent.conversation;
     fields.hops = parent.hops + 1;
@@ -73,7 +72,7 @@ export function sendMessage(s: McpScope, input: SendInput): { id: string; conver
 }
 
 /** A question for the people in the loop: a `query` to god with needs_human; the answer arrives as a message. */
-export function askHuman(s: McpScope, input: { body: string; subject?: string | undefined; conversation?: string | undefined }): { id: string; conversation: string } {
+export function askHuman(s: McpScope, input: { body: string; subject?: string | undefined; conversation?: string | undefined }): Promise<{ id: string; conversation: string }> {
   return sendMessage(s, { to: GOD_ID, act: 'query', needs_human: true, ...input });
 }
 
@@ -89,16 +88,16 @@ export interface InboxView {
 }
 
 /** The agent's unprocessed messages, in order (nothing moves). */
-export function checkInbox(s: McpScope, input: { limit?: number | undefined; agent?: string | undefined } = {}): InboxView {
+export async function checkInbox(s: McpScope, input: { limit?: number | undefined; agent?: string | undefined } = {}): Promise<InboxView> {
   refuseOther(s, input.agent);
-  const cursor = committedCursor(s.root, s.agent);
-  const entries = readInbox(s.root, s.agent, cursor, input.limit ?? 20).entries;
+  const cursor = await s.inbox.cursor(s.agent);
+  const entries = await s.inbox.unread(s.agent, input.limit ?? 20);
   return { cursor, messages: entries.map((e) => ({ seq: e.seq, ack: `${s.agent}:${e.seq}`, message: e.message })) };
 }
 
 /** The next unprocessed message (or null) and the token that acknowledges it. */
-export function nextMessage(s: McpScope): InboxView['messages'][number] | null {
-  return checkInbox(s, { limit: 1 }).messages[0] ?? null;
+export async function nextMessage(s: McpScope): Promise<InboxView['messages'][number] | null> {
+  return (await checkInbox(s, { limit: 1 })).messages[0] ?? null;
 }
 
 function isPassive(s: McpScope): boolean {
@@ -111,9 +110,9 @@ function isPassive(s: McpScope): boolean {
  * runs (its own actor's cursor moves with its committed turns), only forward, never past
  * what the inbox holds. The same rule as the hooks socket's acks.
  */
-export function ack(s: McpScope, input: { seq: number }): { cursor: number } {
+export async function ack(s: McpScope, input: { seq: number }): Promise<{ cursor: number }> {
   if (!isPassive(s)) throw new HiveError('E_CONFLICT', `Agent "${s.agent}" is run by its own actor: its cursor moves with its committed turns, not with ack (seq ${input.seq} not acknowledged)`);
-  const r = acknowledgeThrough(s.root, s.agent, input.seq);
+  const r = await s.inbox.acknowledgeThrough(s.agent, input.seq);
   if ('beyond' in r) throw new HiveError('E_BAD_ARGS', `Expected seq to be a delivered message's (at most ${r.beyond}), got ${input.seq}`);
   if (!r.moved) return { cursor: r.cursor };
   appendEvent(s.root, { type: 'mcp.acknowledged', agent: s.agent, cursor: input.seq });

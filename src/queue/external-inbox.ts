@@ -1,0 +1,80 @@
+import { HiveError } from '../errors.ts';
+import type { HiveMessage } from '../protocol/message.ts';
+import { readClusterFile } from '../supervisor/cluster-file.ts';
+import { committedCursor } from './committed-cursor.ts';
+import { acknowledgeThrough } from './external-ack.ts';
+import { listInbox, readInbox, type InboxEntry } from './inbox.ts';
+import { openToolTransport } from './tool-transport.ts';
+import type { Transport } from './transport.ts';
+
+/**
+ * The inbox of an agent no actor of Hive's runs (an agent CLI), as the hooks socket and
+ * `hive mcp` read and acknowledge it: the folder's on one machine; in cluster mode the
+ * transport's (its inbox and commit records are in JetStream), decided by `cluster.json`
+ * at each call, the transport opened once.
+ */
+export interface ExternalInbox {
+  /** The committed cursor: the last seq acknowledged. */
+  cursor(agent: string): Promise<number>;
+  /** Entries after the committed cursor, up to `limit`. */
+  unread(agent: string, limit: number): Promise<InboxEntry[]>;
+  /** The message with this id the agent received (handled or not), or null. */
+  find(agent: string, id: string): Promise<HiveMessage | null>;
+  /**
+   * Marks the inbox handled through `seq`: forward only, never past what was delivered
+   * (`beyond` names the last delivered seq; nothing moved). In cluster mode a commit of the
+   * agent's record, fenced like every commit (tried again on a conflict).
+   */
+  acknowledgeThrough(agent: string, seq: number): Promise<{ cursor: number; moved: boolean } | { beyond: number }>;
+  close(): void;
+}
+
+export function externalInbox(root: string): ExternalInbox {
+  let opened: Promise<Transport> | null = null;
+  const cluster = (): Promise<Transport> | null => {
+    if (!readClusterFile(root)) return null;
+    opened ??= openToolTransport(root).catch((err: unknown) => ((opened = null), Promise.reject(err)));
+    return opened;
+  };
+  return {
+    async cursor(agent) {
+      const c = cluster();
+      return c ? (await c).cursor(agent) : committedCursor(root, agent);
+    },
+    async unread(agent, limit) {
+      const c = cluster();
+      if (!c) return readInbox(root, agent, committedCursor(root, agent), limit).entries;
+      const t = await c;
+      return t.read(agent, await t.cursor(agent), limit);
+    },
+    async find(agent, id) {
+      const c = cluster();
+      const entries = c ? await (await c).read(agent, 0) : listInbox(root, agent);
+      return entries.find((e) => e.id === id)?.message ?? null;
+    },
+    async acknowledgeThrough(agent, seq) {
+      const c = cluster();
+      if (!c) return acknowledgeThrough(root, agent, seq);
+      const t = await c;
+      for (let attempt = 0; ; attempt++) {
+        const link = t.agent(agent);
+        try {
+          const at = await link.restore();
+          if (seq <= at.context.cursor) return { cursor: at.context.cursor, moved: false };
+          const last = at.context.cursor + (await t.depth(agent));
+          if (seq > last) return { beyond: last };
+          await link.commit({ ...at.context, cursor: seq }, []);
+          return { cursor: seq, moved: true };
+        } catch (err) {
+          // Another acknowledger committed in between: look again at what is there now.
+          if (!(err instanceof HiveError && err.code === 'E_CONFLICT') || attempt >= 5) throw err;
+        } finally {
+          link.close();
+        }
+      }
+    },
+    close() {
+      void opened?.then((t) => t.close(), () => undefined);
+    },
+  };
+}
