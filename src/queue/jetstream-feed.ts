@@ -26,6 +26,7 @@ export class SubjectFeed {
   private messages: ConsumerMessages | null = null;
   private closed = false;
   private stopped = false;
+  private passedAll = false;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -48,6 +49,7 @@ export class SubjectFeed {
     void (async () => {
       for await (const m of messages) {
         this.held.push({ seq: m.seq, subject: m.subject, data: m.data });
+        this.passedAll = m.info.pending === 0;
         // Nobody reads it any more (its agent runs elsewhere now): let it go rather than grow.
         if (this.held.length > MAX_HELD) return this.close();
         this.onMessage();
@@ -69,6 +71,15 @@ export class SubjectFeed {
     while (drop < this.held.length && this.held[drop]!.seq < from) drop++;
     if (drop > 0) this.held.splice(0, drop);
     return Number.isFinite(limit) ? this.held.slice(0, limit) : [...this.held];
+  }
+
+  /**
+   * The consumer had nothing more when it passed on the newest held message: what the feed
+   * holds is the subject's end as of then. A publish since may not be here yet; its
+   * message reaches the feed (and `onMessage`) a moment later.
+   */
+  get caughtUp(): boolean {
+    return this.passedAll;
   }
 
   /** False once closed or stopped: open a new one. */

@@ -195,6 +195,8 @@ class JetStreamTransportImpl implements JetStreamTransport {
   private readonly links = new Map<string, JetStreamAgentLink>();
   /** The router's feeds of senders' subjects on `<p>_OUT` (commit records, sends), by subject. */
   private readonly feeds = new Map<string, Promise<SubjectFeed | null>>();
+  /** The same, once opened: a publish heard on a subject with a working feed waits for the feed. */
+  private readonly liveFeeds = new Map<string, SubjectFeed>();
   private readonly sentListeners = new Set<(sender: string) => void>();
   private closed = false;
 
@@ -360,12 +362,17 @@ class JetStreamTransportImpl implements JetStreamTransport {
     if (feed && (await feed)?.usable === false) feed = undefined; // stopped: opened again from here
     if (!feed) {
       const opened = new SubjectFeed(this.js, `${this.prefix}_OUT`, subject, seq, () => this.sentListeners.forEach((l) => l(sender))).open();
+      void opened.then((f) => this.liveFeeds.set(subject, f), () => undefined);
       feed = opened.catch(() => (this.feeds.delete(subject), null));
       this.feeds.set(subject, feed);
     }
-    // What the feed holds, then the stream itself from where the feed ends: one request
-    // that finds nothing when the feed has it all (a consumer is a moment behind a publish).
-    const out: FedMsg[] = (await feed)?.after(seq) ?? [];
+    // What the feed holds; when that was the subject's end as the consumer last saw it, no
+    // request (a publish since comes with the feed's next kick). Else, and when the feed
+    // holds nothing (read-your-writes: a publish just acknowledged), the stream itself
+    // from where the feed ends: one request that finds nothing when the feed had it all.
+    const f = await feed;
+    const out: FedMsg[] = f?.after(seq) ?? [];
+    if (out.length > 0 && f!.caughtUp) return out;
     for (let at = out.length > 0 ? out.at(-1)!.seq + 1 : seq; ; ) {
       const m = await this.nextOn(`${this.prefix}_OUT`, subject, at);
       if (!m) break;
@@ -617,7 +624,10 @@ class JetStreamTransportImpl implements JetStreamTransport {
     // Core subscriptions hear every publish at once; the feeds say when what was heard can be read.
     const subs = ['commit', 'send'].map((kind) => {
       const head = `${this.prefix}.${kind}.`;
-      return this.nc.subscribe(`${head}*`, { callback: (_err, msg) => listener(msg.subject.slice(head.length).replaceAll('=', '.')) });
+      return this.nc.subscribe(`${head}*`, {
+        // A subject with a working feed is routed when the feed has it (a pass then needs no request).
+        callback: (_err, msg) => void (this.liveFeeds.get(msg.subject)?.usable || listener(msg.subject.slice(head.length).replaceAll('=', '.'))),
+      });
     });
     this.sentListeners.add(listener);
     return () => {
@@ -688,8 +698,11 @@ class JetStreamAgentLink implements AgentLink {
   }
 
   async fetch(afterSeq: number, limit?: number): Promise<InboxEntry[]> {
-    const fed = (await this.feedFrom(afterSeq + 1))?.after(afterSeq + 1, limit) ?? [];
-    if (limit !== undefined && fed.length >= limit) return this.t.entriesOf(this.agentId, fed);
+    const feed = await this.feedFrom(afterSeq + 1);
+    const fed = feed?.after(afterSeq + 1, limit) ?? [];
+    // All the feed holds was the inbox's end as its consumer last saw it: no request (an
+    // entry since wakes the agent again once the feed has it).
+    if ((limit !== undefined && fed.length >= limit) || (fed.length > 0 && feed!.caughtUp)) return this.t.entriesOf(this.agentId, fed);
     // Then from the stream where the feed ends: a publish may be in the stream before the
     // consumer passes it on (one request that finds nothing when the feed had it all).
     const rest = await this.t.read(this.agentId, fed.length > 0 ? fed.at(-1)!.seq : afterSeq, limit === undefined ? undefined : limit - fed.length);
