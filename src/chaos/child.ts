@@ -22,13 +22,16 @@ export class ChaosChild {
   constructor(
     private readonly configFile: string,
     private readonly baseArgs: string[] = [],
+    /** A command line to run it under (`ip netns exec <ns>`: a machine of `hive chaos --machines`). */
+    private readonly wrap: string[] = [],
   ) {}
 
   /** Starts the supervisor and resolves at its ready line (every actor restored, routing). */
   async start(extraArgs: string[] = [], timeoutMs = 30_000): Promise<number> {
     const t0 = Date.now();
     // The real `hive start`, in machine-readable mode: what an operator would run.
-    const proc = spawn(process.execPath, [BIN, 'start', '--config', this.configFile, '--json', '--quiet', '--test-fault-ops', ...this.baseArgs, ...extraArgs], {
+    const [cmd, ...pre] = [...this.wrap, process.execPath];
+    const proc = spawn(cmd!, [...pre, BIN, 'start', '--config', this.configFile, '--json', '--quiet', '--test-fault-ops', ...this.baseArgs, ...extraArgs], {
       env: process.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

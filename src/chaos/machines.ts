@@ -9,7 +9,8 @@ import { agentPaths } from '../layout/paths.ts';
 import { errorMessage } from '../errors.ts';
 import { ChaosChild } from './child.ts';
 import { createRng } from './rng.ts';
-import { natsClusterOnLoopback, natsServerMissing, type NatsNode } from './nats-node.ts';
+import { natsClusterInNamespaces, natsClusterOnLoopback, natsServerMissing, type NatsNode } from './nats-node.ts';
+import { MachineNetwork } from './netns.ts';
 import type { Invariant } from './invariants.ts';
 import type { FencedFiles } from '../queue/jetstream-files.ts';
 import { whereAgentsRun } from '../supervisor/where.ts';
@@ -21,13 +22,16 @@ import { whereAgentsRun } from '../supervisor/where.ts';
  * machines other than h1 are hit, one at a time (the one running the most agents), from the seed:
  *   machine-kill    its supervisor and its nats-server SIGKILLed, both started again later;
  *   machine-freeze  both stopped (SIGSTOP) for longer than a lease, then resumed: a machine
- *                   that stopped answering and comes back believing it still runs its agents.
- * Cutting a machine's link needs network namespaces (root): `npm run test:cluster` does.
+ *                   that stopped answering and comes back believing it still runs its agents;
+ *   link-cut        its link down for longer than a lease, then up: a partition, the machine
+ *                   running on alone meanwhile. Needs the machines in network namespaces
+ *                   (src/chaos/netns.ts: root and `ip`); without them the nodes run on loopback
+ *                   and this fault is left out, saying why.
  * The invariants: every request answered exactly once; each agent's last commit counts
  * exactly the requests sent to it; every memory written is in the cluster once and every
  * machine's mirror equals it; every supervisor ran to the end (a graceful stop, exit 0).
  */
-export type MachineFaultKind = 'machine-kill' | 'machine-freeze';
+export type MachineFaultKind = 'machine-kill' | 'machine-freeze' | 'link-cut';
 
 export interface MachineChaosOptions {
   /** The agents (ids) of the hive to model; each runs an echo brain here, placed by lease. */
@@ -38,6 +42,8 @@ export interface MachineChaosOptions {
   /** Where the machines' folders go (a fresh temp folder by default). */
   root?: string;
   log?: (line: string) => void;
+  /** Machines in network namespaces when root allows it (default), for link cuts; false: loopback. */
+  namespaces?: boolean;
 }
 
 export interface MachineFaultRecord {
@@ -76,7 +82,10 @@ export async function runMachineChaos(o: MachineChaosOptions): Promise<MachineCh
   const base = o.root ?? fs.mkdtempSync(path.join(os.tmpdir(), 'hive-chaos-machines-'));
   const hosts = Array.from({ length: count }, (_, i) => `h${i + 1}`);
   const prefix = `chaos${o.seed % 1_000_000}`;
-  const nodes = await natsClusterOnLoopback(base, count, `hive-${prefix}`);
+  const noNamespaces = o.namespaces === false ? 'asked to run on loopback' : MachineNetwork.unavailable();
+  const net = noNamespaces ? null : new MachineNetwork(`hc${o.seed % 10_000}`, hosts, 100 + (o.seed % 100));
+  net?.up();
+  const nodes = net ? natsClusterInNamespaces(base, net, `hive-${prefix}`) : await natsClusterOnLoopback(base, count, `hive-${prefix}`);
   const rootOf = (h: string) => path.join(base, h);
   const supervisors = new Map<string, ChaosChild>();
 
@@ -95,7 +104,7 @@ export async function runMachineChaos(o: MachineChaosOptions): Promise<MachineCh
     };
     const file = path.join(base, `${h}.config.json`);
     fs.writeFileSync(file, JSON.stringify(config, null, 2));
-    const child = new ChaosChild(file);
+    const child = new ChaosChild(file, [], net?.wrap(h) ?? []);
     supervisors.set(h, child);
     await child.start(['--host', h], 60_000);
   };
@@ -116,15 +125,15 @@ export async function runMachineChaos(o: MachineChaosOptions): Promise<MachineCh
     faults,
     invariants: [],
     leases: [],
-    skipped: { 'link-cut': 'cutting a link needs network namespaces (root): npm run test:cluster does it' },
+    skipped: noNamespaces ? { 'link-cut': `cutting a link needs the machines in network namespaces (${noNamespaces})` } : {},
   };
   try {
-    log(`machines: ${count} nats-server nodes on loopback, then ${count} supervisors`);
+    log(`machines: ${count} nats-server nodes ${net ? 'in network namespaces' : 'on loopback'}, then ${count} supervisors`);
     await Promise.all(nodes.map((n) => n.start()));
     // The last machine first: it takes the leases, so the faults move agents.
     for (const h of [...hosts].reverse()) await startMachine(h);
 
-    const faultPlan = planFaults(rng, hosts.slice(1), o.durationMs);
+    const faultPlan = planFaults(rng, hosts.slice(1), o.durationMs, net !== null);
     let stop = false;
     let refused = 0;
     const load = (async () => {
@@ -157,7 +166,7 @@ export async function runMachineChaos(o: MachineChaosOptions): Promise<MachineCh
       const busiest = hosts.slice(1).map((h) => [h, Object.values(where?.where ?? {}).filter((x) => x === h).length] as const).sort((a, b) => b[1] - a[1])[0];
       const target = busiest && busiest[1] > 0 ? busiest[0] : f.host;
       const hit = { ...f, host: target, atMs: Date.now() - t0 };
-      await inject(hit, nodes[hosts.indexOf(target)]!, supervisors.get(target)!, () => startMachine(target), log);
+      await inject(hit, nodes[hosts.indexOf(target)]!, supervisors.get(target)!, () => startMachine(target), log, net);
       faults.push(hit);
     }
     await new Promise((r) => setTimeout(r, Math.max(0, o.durationMs - (Date.now() - t0))));
@@ -173,6 +182,7 @@ export async function runMachineChaos(o: MachineChaosOptions): Promise<MachineCh
     const bad = ends.filter(([, e]) => e.code !== 0).map(([h, e]) => `${h} exited with ${e.code}`);
     report.invariants.push({ name: 'every supervisor ran to the end and stopped gracefully', held: bad.length === 0, detail: bad.join('; ') || `${ends.length} stopped with exit 0` });
     await Promise.all(nodes.map((n) => n.kill()));
+    net?.down();
     report.leases = hosts.map((h) => leaseCounts(h, rootOf(h)));
   }
   report.ok = report.invariants.length > 0 && report.invariants.every((i) => i.held);
@@ -181,16 +191,22 @@ export async function runMachineChaos(o: MachineChaosOptions): Promise<MachineCh
 }
 
 /** At least one fault of each kind, spread over the run's middle, never on h1 (the client's machine). */
-function planFaults(rng: ReturnType<typeof createRng>, targets: string[], durationMs: number): MachineFaultRecord[] {
-  const kinds: MachineFaultKind[] = ['machine-kill', 'machine-freeze'];
+function planFaults(rng: ReturnType<typeof createRng>, targets: string[], durationMs: number, linkCuts: boolean): MachineFaultRecord[] {
+  const kinds: MachineFaultKind[] = ['machine-kill', 'machine-freeze', ...(linkCuts ? (['link-cut'] as const) : [])];
   const n = Math.max(2, Math.floor(durationMs / 15_000));
   const plan = rng.shuffle([...kinds, ...Array.from({ length: n - kinds.length }, () => rng.pick(kinds))]);
   const slot = durationMs / (plan.length + 1);
   return plan.map((kind, i) => ({ kind, host: rng.pick(targets), atMs: Math.round(slot * (i + 0.5)), downMs: rng.int(LEASE_MS * 2, LEASE_MS * 3) }));
 }
 
-async function inject(f: MachineFaultRecord, node: NatsNode, supervisor: ChaosChild, restart: () => Promise<void>, log: (line: string) => void): Promise<void> {
-  if (f.kind === 'machine-kill') {
+async function inject(f: MachineFaultRecord, node: NatsNode, supervisor: ChaosChild, restart: () => Promise<void>, log: (line: string) => void, net: MachineNetwork | null): Promise<void> {
+  if (f.kind === 'link-cut') {
+    log(`${f.host}: link cut for ${f.downMs} ms (its supervisor and nats-server run on)`);
+    net!.cut(f.host);
+    await new Promise((r) => setTimeout(r, f.downMs));
+    net!.heal(f.host);
+    log(`${f.host}: link healed`);
+  } else if (f.kind === 'machine-kill') {
     log(`${f.host}: SIGKILL of its supervisor and its nats-server, down ${f.downMs} ms`);
     await Promise.all([supervisor.kill(), node.kill()]);
     await new Promise((r) => setTimeout(r, f.downMs));

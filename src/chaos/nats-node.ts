@@ -3,6 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { HiveError } from '../errors.ts';
+import type { MachineNetwork } from './netns.ts';
 
 /** Why `nats-server` cannot be started here (null: it can). */
 export function natsServerMissing(): string | null {
@@ -35,12 +36,17 @@ export class NatsNode {
     readonly dir: string,
     readonly port: number,
     readonly clusterPort: number,
-    private readonly routes: number[],
+    /** Every node's cluster address, `ip:port` (its own included). */
+    private readonly routes: string[],
     private readonly clusterName: string,
+    /** The address it listens on (a machine's namespace address in a MachineNetwork). */
+    readonly ip = '127.0.0.1',
+    /** A command line to run it under (`ip netns exec <ns>`). */
+    private readonly wrap: string[] = [],
   ) {}
 
   get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
+    return `nats://${this.ip}:${this.port}`;
   }
 
   get pid(): number | null {
@@ -50,21 +56,22 @@ export class NatsNode {
   async start(timeoutMs = 15_000): Promise<void> {
     fs.mkdirSync(this.dir, { recursive: true });
     const conf = path.join(this.dir, 'nats.conf');
-    const routes = this.routes.map((p) => `nats://127.0.0.1:${p}`).join(', ');
+    const routes = this.routes.map((r) => `nats://${r}`).join(', ');
     fs.writeFileSync(
       conf,
-      `server_name: ${this.name}\nlisten: 127.0.0.1:${this.port}\njetstream { store_dir: "${path.join(this.dir, 'store')}" }\n` +
-        `cluster { name: ${this.clusterName}, listen: 127.0.0.1:${this.clusterPort}, routes: [${routes}] }\n`,
+      `server_name: ${this.name}\nlisten: ${this.ip}:${this.port}\njetstream { store_dir: "${path.join(this.dir, 'store')}" }\n` +
+        `cluster { name: ${this.clusterName}, listen: ${this.ip}:${this.clusterPort}, routes: [${routes}] }\n`,
     );
     this.log = '';
-    const proc = spawn('nats-server', ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const [cmd, ...pre] = [...this.wrap, 'nats-server'];
+    const proc = spawn(cmd!, [...pre, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
     this.proc = proc;
     proc.stderr!.on('data', (d: Buffer) => (this.log = (this.log + d.toString()).slice(-8_000)));
     const deadline = Date.now() + timeoutMs;
     while (!/Server is ready/.test(this.log)) {
       if (proc.exitCode !== null || Date.now() > deadline) {
         proc.kill('SIGKILL');
-        throw new HiveError('E_UNAVAILABLE', `nats-server ${this.name} did not start on 127.0.0.1:${this.port}:\n${this.log}`);
+        throw new HiveError('E_UNAVAILABLE', `nats-server ${this.name} did not start on ${this.ip}:${this.port}:\n${this.log}`);
       }
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -88,6 +95,12 @@ export class NatsNode {
 /** `count` nodes, routed to each other, on free loopback ports (started by the caller). */
 export async function natsClusterOnLoopback(dir: string, count: number, name: string): Promise<NatsNode[]> {
   const ports = await Promise.all(Array.from({ length: count * 2 }, () => freeLoopbackPort()));
-  const clusterPorts = ports.slice(count);
-  return Array.from({ length: count }, (_, i) => new NatsNode(`n${i + 1}`, path.join(dir, `nats-${i + 1}`), ports[i]!, clusterPorts[i]!, clusterPorts, name));
+  const routes = ports.slice(count).map((p) => `127.0.0.1:${p}`);
+  return Array.from({ length: count }, (_, i) => new NatsNode(`n${i + 1}`, path.join(dir, `nats-${i + 1}`), ports[i]!, ports[count + i]!, routes, name));
+}
+
+/** A node per machine of a MachineNetwork, each in its namespace on its address (4222, 6222). */
+export function natsClusterInNamespaces(dir: string, net: MachineNetwork, name: string): NatsNode[] {
+  const routes = net.hosts.map((h) => `${net.ipOf(h)}:6222`);
+  return net.hosts.map((h, i) => new NatsNode(`n${i + 1}`, path.join(dir, `nats-${i + 1}`), 4222, 6222, routes, name, net.ipOf(h), net.wrap(h)));
 }
