@@ -15,7 +15,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { writeOutboxAsync } from '../src/queue/outbox.ts';
@@ -23,6 +23,7 @@ import { createJetStreamTransport } from '../src/queue/jetstream-transport.ts';
 import { natsUnavailable } from '../test/helpers/nats-server.ts';
 import { remember } from '../src/memory/remember.ts';
 import { checkMemoryMirrors } from '../src/chaos/machines.ts';
+import { MachineNetwork } from '../src/chaos/netns.ts';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const FIXTURE = path.join(REPO, 'test', 'fixtures', 'cluster-host.ts');
@@ -31,14 +32,9 @@ const AGENTS = Array.from({ length: 6 }, (_, i) => `echo-${i}`);
 const HOSTS = ['h1', 'h2', 'h3'] as const;
 const tag = `hv${process.pid % 10_000}`;
 const base = fs.mkdtempSync(path.join(os.tmpdir(), 'hive-test-cluster-'));
-const ipOf = (h: string) => `10.77.${process.pid % 200}.${HOSTS.indexOf(h as (typeof HOSTS)[number]) + 1}`;
-const bridgeIp = `10.77.${process.pid % 200}.254`;
-const ns = (h: string) => `${tag}-${h}`;
+const net = new MachineNetwork(tag, HOSTS, process.pid % 200);
+const ipOf = (h: string) => net.ipOf(h);
 const log = (what: string) => process.stderr.write(`test:cluster: ${what}\n`);
-
-function sh(cmd: string, args: string[]): void {
-  execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-}
 
 function skip(why: string): never {
   process.stdout.write(`${JSON.stringify({ test: 'cluster', skipped: why }, null, 2)}\n`);
@@ -46,46 +42,13 @@ function skip(why: string): never {
 }
 
 if (natsUnavailable()) skip(natsUnavailable()!);
-if (process.getuid?.() !== 0) skip('network namespaces need root');
-
-// ---- the network: a bridge in this namespace, a namespace per machine --------------------
-const bridge = `${tag}br`;
-function setUpNetwork(): void {
-  sh('ip', ['link', 'add', bridge, 'type', 'bridge']);
-  sh('ip', ['addr', 'add', `${bridgeIp}/24`, 'dev', bridge]);
-  sh('ip', ['link', 'set', bridge, 'up']);
-  for (const h of HOSTS) {
-    sh('ip', ['netns', 'add', ns(h)]);
-    sh('ip', ['link', 'add', `${tag}${h}`, 'type', 'veth', 'peer', 'name', `${tag}${h}p`]);
-    sh('ip', ['link', 'set', `${tag}${h}p`, 'netns', ns(h)]);
-    sh('ip', ['netns', 'exec', ns(h), 'ip', 'link', 'set', `${tag}${h}p`, 'name', 'eth0']);
-    sh('ip', ['netns', 'exec', ns(h), 'ip', 'addr', 'add', `${ipOf(h)}/24`, 'dev', 'eth0']);
-    sh('ip', ['netns', 'exec', ns(h), 'ip', 'link', 'set', 'eth0', 'up']);
-    sh('ip', ['netns', 'exec', ns(h), 'ip', 'link', 'set', 'lo', 'up']);
-    sh('ip', ['link', 'set', `${tag}${h}`, 'master', bridge]);
-    sh('ip', ['link', 'set', `${tag}${h}`, 'up']);
-  }
-}
-
-function tearDownNetwork(): void {
-  for (const h of HOSTS) {
-    try {
-      sh('ip', ['netns', 'del', ns(h)]);
-    } catch {
-      // not there
-    }
-  }
-  try {
-    sh('ip', ['link', 'del', bridge]);
-  } catch {
-    // not there
-  }
-}
+if (MachineNetwork.unavailable()) skip(MachineNetwork.unavailable()!);
 
 // ---- the processes of each machine -----------------------------------------------------
 const children = new Set<ChildProcess>();
 function inNs(h: string, cmd: string, args: string[], onLine?: (line: string) => void): { child: ChildProcess; exited: Promise<void>; stderr: () => string } {
-  const child = spawn('ip', ['netns', 'exec', ns(h), cmd, ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, ...pre] = [...net.wrap(h), cmd];
+  const child = spawn(command!, [...pre, ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let err = '';
   child.stderr!.on('data', (d) => (err = (err + String(d)).slice(-8000)));
@@ -140,8 +103,7 @@ async function kill(p: ReturnType<typeof inNs> | undefined): Promise<void> {
 // ---- the run ---------------------------------------------------------------------------
 const report: Record<string, unknown> = { test: 'cluster', hosts: HOSTS.length, agents: AGENTS.length, requests: REQUESTS, replicas: 3 };
 let failed = false;
-tearDownNetwork();
-setUpNetwork();
+net.up();
 try {
   log('three nats-servers, one per namespace');
   await Promise.all(HOSTS.map((h) => startNats(h)));
@@ -192,9 +154,9 @@ try {
     }
     if (i === Math.floor((2 * REQUESTS) / 3 / 20) * 20) {
       note('h2 cut off (link down) for 8 s');
-      sh('ip', ['link', 'set', `${tag}h2`, 'down']);
+      net.cut('h2');
       await new Promise((r) => setTimeout(r, 8_000)); // load goes on being handled meanwhile
-      sh('ip', ['link', 'set', `${tag}h2`, 'up']);
+      net.heal('h2');
       note('h2 healed (link up)');
     }
     await new Promise((r) => setTimeout(r, 25));
@@ -230,7 +192,7 @@ try {
   for (const p of supervisors.values()) if (p.child.exitCode === null) p.child.kill('SIGTERM');
   await Promise.race([Promise.all([...supervisors.values()].map((p) => p.exited)), new Promise((r) => setTimeout(r, 15_000))]);
   for (const c of children) c.kill('SIGKILL');
-  tearDownNetwork();
+  net.down();
   fs.rmSync(base, { recursive: true, force: true });
 }
 report.held = !failed;
