@@ -227,8 +227,8 @@ const api: RouterHostApi = {
       stopCommits = js.onSent((sender) => runsHere(sender) && outboxChanged([sender]));
       outboxChanged();
       await reportDurability(js, init.cluster);
-      const here = [...directory().all].filter(runsHere);
-      stopMirror = await startMemoryMirror(init.root, js.files, here, (agent) => emit({ type: 'memory.mirrored', agent }));
+      // Every agent's: a leased one takes its lease after this (the first machine with entries brings them).
+      stopMirror = await startMemoryMirror(init.root, js.files, [...directory().all], (agent) => emit({ type: 'memory.mirrored', agent }));
     }
     poll = setInterval(() => {
       pending.mark();

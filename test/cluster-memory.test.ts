@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempRoot } from './helpers/temp.ts';
 import { bigMemory } from './helpers/memory.ts';
@@ -63,7 +64,7 @@ describe('memory.md in cluster mode', () => {
 
   it('the mirror: a machine brings the memory it had on its own when the cluster has none, then every write from anywhere reaches its folder', async () => {
     const { roots, files } = await machines(2);
-    fs.writeFileSync(agentPaths(roots[0]!, 'ann').memory, '# Ann\n\n## Memories\n\n### Kept from before\n');
+    fs.writeFileSync(agentPaths(roots[0]!, 'ann').memory, '# Ann\n\n## Memories\n\n## 2026-12-01 — Kept from before\n');
     const heard: string[] = [];
     const stop = await startMemoryMirror(roots[0]!, files, ['ann'], (a) => heard.push(a));
     const stop2 = await startMemoryMirror(roots[1]!, files, ['ann'], () => undefined); // the cluster has it now: not replaced
@@ -78,6 +79,27 @@ describe('memory.md in cluster mode', () => {
     } finally {
       stop();
       stop2();
+    }
+  });
+
+  it("the mirror never loses a local memory.md it did not write: an edited or pre-cluster file with entries is backed up before the cluster's replaces it", async () => {
+    const { roots, files } = await machines(1);
+    await files.put(memoryKey('ann'), 0, Buffer.from('# Ann\n\n## Memories\n\n## 2026-12-01 — From the cluster\n'));
+    fs.writeFileSync(agentPaths(roots[0]!, 'ann').memory, '# Ann\n\n## Memories\n\n## 2026-12-01 — Only here\n\nkept by hand\n');
+    const stop = await startMemoryMirror(roots[0]!, files, ['ann'], () => undefined);
+    try {
+      const deadline = Date.now() + 10_000;
+      while (!local(roots[0]!).includes('From the cluster') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(local(roots[0]!)).toBe(await stored(files));
+      const backups = path.join(roots[0]!, 'backups');
+      const kept = fs.readdirSync(backups).filter((d) => d.startsWith('mirror-')).map((d) => fs.readFileSync(path.join(backups, d, 'ann', 'memory.md'), 'utf8'));
+      expect(kept).toEqual([expect.stringContaining('Only here')]);
+      // What the mirror wrote itself is replaced without a copy.
+      await remember(roots[0]!, 'ann', 'Next entry');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(fs.readdirSync(backups).filter((d) => d.startsWith('mirror-'))).toHaveLength(1);
+    } finally {
+      stop();
     }
   });
 

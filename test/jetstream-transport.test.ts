@@ -144,6 +144,19 @@ describe('jetstream transport: conversations kept in the cluster', () => {
     expect(await (await open(`convack${process.pid}`)).agent('b').conversation!.load()).toMatchObject({ commit: 2, history: 'h2' });
   });
 
+  it('a stale owner that resumes and saves an older conversation after the new owner loaded does not stop the new owner: its newer save replaces it', async () => {
+    const prefix = `convlate${process.pid}`;
+    const [hostA, hostB] = [await open(prefix), await open(prefix)];
+    const stale = hostA.agent('b');
+    await stale.conversation!.load();
+    await stale.conversation!.save(replica(1, 'h1'));
+    const owner = hostB.agent('b');
+    expect(await owner.conversation!.load()).toMatchObject({ commit: 1 });
+    await stale.conversation!.save(replica(2, 'stale h2')); // committed 2 before it froze, saved after
+    await owner.conversation!.save(replica(3, 'h3'));
+    expect(await (await open(prefix)).agent('b').conversation!.load()).toMatchObject({ commit: 3, history: 'h3' });
+  });
+
   it('a conversation too large to keep whole is kept without its history (a restore then briefs from conversation.jsonl)', async () => {
     const t = await open(`convbig${process.pid}`);
     const link = t.agent('b');
@@ -151,6 +164,15 @@ describe('jetstream transport: conversations kept in the cluster', () => {
     const { randomBytes } = await import('node:crypto');
     await link.conversation!.save(replica(1, randomBytes(1024 * 1024).toString('base64'), 'user: hi\n'));
     expect(await (await open(`convbig${process.pid}`)).agent('b').conversation!.load()).toMatchObject({ commit: 1, history: null, conversation: 'user: hi\n' });
+    // conversation.jsonl alone too large: its newer lines are kept, as many as fit.
+    const lines = Array.from({ length: 64 }, (_, i) => `${JSON.stringify({ role: 'user', text: `${i} ${randomBytes(24 * 1024).toString('base64')}` })}\n`).join('');
+    await link.conversation!.save(replica(2, null, lines));
+    const kept = (await (await open(`convbig${process.pid}`)).agent('b').conversation!.load())!;
+    expect(kept.commit).toBe(2);
+    const texts = kept.conversation.trim().split('\n').map((l) => (JSON.parse(l) as { text: string }).text.split(' ')[0]);
+    expect(texts.length).toBeGreaterThan(0);
+    expect(texts.length).toBeLessThan(64);
+    expect(texts.at(-1)).toBe('63');
   });
 });
 

@@ -189,10 +189,14 @@ export class InspectorModel {
   /** Cluster mode: refreshes where each agent runs (pinned, or the lease holder), at most every PLACEMENT_EVERY_MS. */
   private refreshPlacement(): void {
     if (this.placement && Date.now() - this.placement.at < PLACEMENT_EVERY_MS) return;
-    this.placement ??= { view: AgentPlacementView.open(this.hive.root).catch(() => null), at: 0 };
+    // A failed open (NATS down, cluster.json not written yet) is tried again at the next refresh.
+    this.placement ??= { view: AgentPlacementView.open(this.hive.root).catch(() => ((this.placement = null), null)), at: 0 };
     this.placement.at = Date.now();
     void this.placement.view.then(async (view) => {
-      if (!view) return;
+      if (!view) {
+        this.placement = null; // not (yet) a cluster machine: looked at again next time
+        return;
+      }
       const where = await view.refresh(this.hive.status().map((a) => a.id)).catch(() => null);
       if (where) this.placedNow = { host: view.cluster.host, where };
     });

@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
 import { agentPaths, hivePaths } from '../layout/paths.ts';
 import { isAgentId } from '../protocol/agent-id.ts';
 import { writeFileAtomic } from '../fs/atomic.ts';
@@ -7,6 +9,7 @@ import { appendEvent } from '../log/event-log.ts';
 import { readClusterFile } from '../supervisor/cluster-file.ts';
 import { HiveError, errorMessage } from '../errors.ts';
 import { withFileLock } from './lock.ts';
+import { countEntries } from './policy.ts';
 import type { FencedFiles } from '../queue/jetstream-files.ts';
 
 /**
@@ -55,16 +58,49 @@ export async function withClusterFiles<T>(root: string, fn: (files: FencedFiles)
   }
 }
 
-/** Writes the mirror of `agent`'s memory.md when it differs (under the file's lock). */
+/** The digest of what the cluster last wrote into a mirror: a file that differs was changed here. */
+function mirroredFile(root: string, agent: string): string {
+  return path.join(agentPaths(root, agent).dir, '.memory.mirrored');
+}
+
+function digest(data: Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/**
+ * Writes the mirror of `agent`'s memory.md when it differs (under the file's lock). A local
+ * file the cluster did not write (a hive's memory from before cluster mode, an edit by
+ * hand) and that holds entries is copied to `backups/mirror-<stamp>/<agent>/memory.md`
+ * first (logged as `memory.mirror-kept-local`): replaced, never lost.
+ */
 export async function mirrorMemory(root: string, agent: string, data: Buffer): Promise<boolean> {
   const p = agentPaths(root, agent);
   if (!fs.existsSync(p.dir)) return false;
   return withFileLock(p.memory, () => {
     const local = readLocal(p.memory);
     if (local && local.equals(data)) return false;
+    let mirrored: string | null = null;
+    try {
+      mirrored = fs.readFileSync(mirroredFile(root, agent), 'utf8').trim();
+    } catch {
+      mirrored = null;
+    }
+    if (local && countEntries(local.toString('utf8')) > 0 && digest(local) !== mirrored && !data.subarray(0, local.length).equals(local)) {
+      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+      const dir = path.join(hivePaths(root).root, 'backups', `mirror-${stamp}`, agent);
+      fs.mkdirSync(dir, { recursive: true });
+      writeFileAtomic(path.join(dir, 'memory.md'), local);
+      appendEvent(root, { type: 'memory.mirror-kept-local', agent, backup: path.relative(root, path.join(dir, 'memory.md')), bytes: local.length });
+    }
     writeFileAtomic(p.memory, data);
+    noteMirrored(root, agent, data);
     return true;
   });
+}
+
+/** Records that the folder's memory.md of `agent` is `data` as the cluster holds it (the file's lock held). */
+export function noteMirrored(root: string, agent: string, data: Buffer): void {
+  writeFileAtomic(mirroredFile(root, agent), `${digest(data)}\n`, { durable: false });
 }
 
 /**
@@ -97,27 +133,60 @@ export async function appendClusterMemory(root: string, files: FencedFiles, agen
 }
 
 /**
- * This machine's side of cluster memory, run by its router: agents that run here and whose
- * memory the cluster does not hold yet bring theirs (a hive that was on one machine before),
- * then every write from anywhere is mirrored into the folder. `onMirrored` hears of each.
+ * This machine's side of cluster memory, run by its router: agents whose memory.md here
+ * holds entries and whose memory the cluster does not hold yet bring theirs (a hive that
+ * was on one machine before; the first machine to bring one wins, the others' copies are
+ * kept as backups when the mirror replaces them), then every write from anywhere is
+ * mirrored into the folder. `onMirrored` hears of each. A cluster that does not answer
+ * here is logged and tried again, never a reason for the router to fail.
  */
-export async function startMemoryMirror(root: string, files: FencedFiles, localAgents: string[], onMirrored: (agent: string) => void): Promise<() => void> {
-  for (const agent of localAgents) {
+export async function startMemoryMirror(root: string, files: FencedFiles, agents: string[], onMirrored: (agent: string) => void): Promise<() => void> {
+  const { whileStarting } = await import('../queue/jetstream-transport.ts');
+  for (const agent of agents) {
     const local = readLocal(agentPaths(root, agent).memory);
-    if (!local || local.length === 0 || (await files.get(memoryKey(agent)))) continue;
-    await files.put(memoryKey(agent), 0, local).catch((err: unknown) => {
-      if ((err as { code?: string }).code !== 'E_CONFLICT') throw err; // another machine brought it first
-    });
+    if (!local || countEntries(local.toString('utf8')) === 0) continue;
+    try {
+      await whileStarting(async () => {
+        if (await files.get(memoryKey(agent))) return;
+        await files.put(memoryKey(agent), 0, local).catch((err: unknown) => {
+          if ((err as { code?: string }).code !== 'E_CONFLICT') throw err; // another machine brought it first
+        });
+      });
+    } catch (err) {
+      appendEvent(root, { type: 'memory.seed-failed', agent, error: errorMessage(err) });
+    }
   }
   const agentsDir = hivePaths(root).agents;
   let chain: Promise<unknown> = Promise.resolve();
-  return files.watch('memory.', (key, value) => {
-    const agent = agentOfKey(key);
-    if (!agent || !fs.existsSync(`${agentsDir}/${agent}`)) return;
-    // One write at a time, in the order the cluster has them.
-    chain = chain
-      .then(() => mirrorMemory(root, agent, value.data))
-      .then((changed) => changed && onMirrored(agent))
-      .catch((err: unknown) => appendEvent(root, { type: 'memory.mirror-failed', agent, error: errorMessage(err) }));
-  });
+  let stopped = false;
+  let stop: (() => void) | null = null;
+  const watch = async (): Promise<void> => {
+    try {
+      stop = await files.watch(
+        'memory.',
+        (key, value) => {
+          const agent = agentOfKey(key);
+          if (!agent || !fs.existsSync(`${agentsDir}/${agent}`)) return;
+          // One write at a time, in the order the cluster has them.
+          chain = chain
+            .then(() => mirrorMemory(root, agent, value.data))
+            .then((changed) => changed && onMirrored(agent))
+            .catch((err: unknown) => appendEvent(root, { type: 'memory.mirror-failed', agent, error: errorMessage(err) }));
+        },
+        (err) => {
+          // The watch ended (the connection went away for good, a server error): watched again.
+          appendEvent(root, { type: 'memory.mirror-failed', agent: '*', error: errorMessage(err) });
+          if (!stopped) setTimeout(() => void watch(), 1_000).unref();
+        },
+      );
+    } catch (err) {
+      appendEvent(root, { type: 'memory.mirror-failed', agent: '*', error: errorMessage(err) });
+      if (!stopped) setTimeout(() => void watch(), 1_000).unref();
+    }
+  };
+  await watch();
+  return () => {
+    stopped = true;
+    stop?.();
+  };
 }

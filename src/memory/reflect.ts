@@ -11,7 +11,7 @@ import type { MemoryJobs } from './jobs.ts';
 import type { Summarizer, SummarizerSpec } from './summarizer.ts';
 import { makeDir } from '../fs/modes.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
-import { memoryKey, withClusterFiles } from './cluster-memory.ts';
+import { memoryKey, noteMirrored, withClusterFiles } from './cluster-memory.ts';
 import type { FencedFiles } from '../queue/jetstream-files.ts';
 
 /**
@@ -131,6 +131,7 @@ function clusterMemoryFile(root: string, agent: string, files: FencedFiles): Mem
       revision = await files.put(memoryKey(agent), revision, data);
       // Mirrored at once: the file lock is held, so this writes the file itself.
       writeFileAtomic(agentPaths(root, agent).memory, data);
+      noteMirrored(root, agent, data);
     },
   };
 }

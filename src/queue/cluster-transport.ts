@@ -39,6 +39,7 @@ export function createClusterTransport(js: JetStreamTransport, files: FsTranspor
       await files.send(messages);
     },
     async pending(sender: string, limit = Infinity): Promise<PendingItem[]> {
+      if (!options.local.has(sender)) js.release(sender); // it runs elsewhere now: its feeds would only fill up
       const fromJs = options.local.has(sender) ? (await js.pending(sender, limit)).map((p) => ({ ...p, ref: JS + p.ref })) : [];
       if (fromJs.length > 0) handed.set(sender, new Map(fromJs.map((p) => [p.ref, p])));
       const left = limit - fromJs.length;

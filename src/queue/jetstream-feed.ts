@@ -2,6 +2,7 @@ import { DeliverPolicy, type ConsumerMessages, type JetStreamClient } from '@nat
 
 /** A feed holding more than this unread stops (the caller reads from the stream instead). */
 const MAX_HELD = 10_000;
+const MAX_HELD_BYTES = 32 * 1024 * 1024;
 
 /** One message of a stream as a feed holds it. */
 export interface FedMsg {
@@ -27,6 +28,7 @@ export class SubjectFeed {
   private closed = false;
   private stopped = false;
   private passedAll = false;
+  private heldBytes = 0;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -49,9 +51,10 @@ export class SubjectFeed {
     void (async () => {
       for await (const m of messages) {
         this.held.push({ seq: m.seq, subject: m.subject, data: m.data });
+        this.heldBytes += m.data.length;
         this.passedAll = m.info.pending === 0;
         // Nobody reads it any more (its agent runs elsewhere now): let it go rather than grow.
-        if (this.held.length > MAX_HELD) return this.close();
+        if (this.held.length > MAX_HELD || this.heldBytes > MAX_HELD_BYTES) return this.close();
         this.onMessage();
       }
     })().catch(() => undefined).finally(() => {
@@ -68,7 +71,7 @@ export class SubjectFeed {
   after(from: number, limit = Infinity): FedMsg[] | null {
     if (this.closed || this.stopped || from < this.start) return null;
     let drop = 0;
-    while (drop < this.held.length && this.held[drop]!.seq < from) drop++;
+    while (drop < this.held.length && this.held[drop]!.seq < from) this.heldBytes -= this.held[drop++]!.data.length;
     if (drop > 0) this.held.splice(0, drop);
     return Number.isFinite(limit) ? this.held.slice(0, limit) : [...this.held];
   }
@@ -90,6 +93,7 @@ export class SubjectFeed {
   close(): void {
     this.closed = true;
     this.held.length = 0;
+    this.heldBytes = 0;
     void this.messages?.close().catch(() => undefined);
   }
 }

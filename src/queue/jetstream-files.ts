@@ -72,9 +72,13 @@ export class FencedFiles {
     }
   }
 
-  /** Calls `listener` with each key under `prefix` as it is written (and once for each now). */
-  async watch(prefix: string, listener: (key: string, value: FencedValue) => void): Promise<() => void> {
+  /**
+   * Calls `listener` with each key under `prefix` as it is written (and once for each now);
+   * `onEnd` when the watch ends other than by the returned stop.
+   */
+  async watch(prefix: string, listener: (key: string, value: FencedValue) => void, onEnd?: (err: unknown) => void): Promise<() => void> {
     const it = await this.kv.watch({ key: `${prefix}>`, ignoreDeletes: true });
+    let stopped = false;
     void (async () => {
       for await (const e of it) {
         if (e.operation !== 'PUT' || e.length === 0) continue;
@@ -86,8 +90,12 @@ export class FencedFiles {
         }
         listener(e.key, { revision: e.revision, data });
       }
-    })();
-    return () => it.stop();
+      if (!stopped) onEnd?.(new Error(`the watch of ${prefix}> ended`));
+    })().catch((err: unknown) => !stopped && onEnd?.(err));
+    return () => {
+      stopped = true;
+      it.stop();
+    };
   }
 }
 

@@ -65,6 +65,8 @@ export interface JetStreamTransport extends Transport {
   onSent(listener: (sender: string) => void): () => void;
   /** The hive's files kept in the cluster: conversations, memory.md. */
   readonly files: FencedFiles;
+  /** Closes the router's feeds of `sender`'s subjects (it runs elsewhere now); a later read opens them again. */
+  release(sender: string): void;
 }
 
 interface CommitRecord {
@@ -615,6 +617,16 @@ class JetStreamTransportImpl implements JetStreamTransport {
     for (const id of agents) this.links.get(id)?.notify();
   }
 
+  release(sender: string): void {
+    for (const subject of [this.commitSubject(sender), `${this.prefix}.send.${token(sender)}`]) {
+      const feed = this.feeds.get(subject);
+      if (!feed) continue;
+      this.feeds.delete(subject);
+      this.liveFeeds.delete(subject);
+      void feed.then((f) => f?.close());
+    }
+  }
+
   async setup(): Promise<{ serverVersion: string; replicas: number }> {
     const out = await this.jsm.streams.info(`${this.prefix}_OUT`);
     return { serverVersion: this.nc.info?.version ?? 'unknown', replicas: out.config.num_replicas ?? 1 };
@@ -675,6 +687,7 @@ class JetStreamAgentLink implements AgentLink {
   private sub: Subscription | null = null;
   private poll: NodeJS.Timeout | null = null;
   private feed: SubjectFeed | null = null;
+  private closed = false;
 
   constructor(
     private readonly t: JetStreamTransportImpl,
@@ -711,10 +724,16 @@ class JetStreamAgentLink implements AgentLink {
 
   /** The inbox feed covering `seq` (opened there the first time; again if the cursor went back). */
   private async feedFrom(seq: number): Promise<SubjectFeed | null> {
+    if (this.closed) return null;
     if (this.feed?.usable && this.feed.start <= seq) return this.feed;
     this.feed?.close();
-    this.feed = await this.t.openInboxFeed(this.agentId, seq, () => this.notify());
-    return this.feed;
+    const feed = await this.t.openInboxFeed(this.agentId, seq, () => this.notify());
+    if (this.closed) {
+      feed?.close(); // the link closed while it opened: nobody would read it
+      return null;
+    }
+    this.feed = feed;
+    return feed;
   }
 
   async commit(context: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): Promise<number> {
@@ -762,6 +781,7 @@ class JetStreamAgentLink implements AgentLink {
   }
 
   close(): void {
+    this.closed = true;
     this.listeners.clear();
     this.quiet();
     this.feed?.close();
@@ -810,21 +830,41 @@ class JetStreamConversation implements ConversationStore {
   async save(replica: ConversationReplica): Promise<void> {
     if (this.revision === null) throw new HiveError('E_CONFLICT', `${this.key} is saved before it was loaded`);
     const value = (r: ConversationReplica) => Buffer.from(JSON.stringify({ owner: this.owner, replica: r } satisfies SavedConversation));
-    try {
-      this.revision = await reachable('conversation save', () => this.files.put(this.key, this.revision!, value(replica)));
-    } catch (err) {
-      const e = err as HiveError;
-      if (e.details?.tooLarge) {
-        // Too large to keep whole: the history goes (a restore then briefs from conversation.jsonl).
-        this.revision = await reachable('conversation save', () => this.files.put(this.key, this.revision!, value({ ...replica, history: null })));
+    let r = replica;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        this.revision = await reachable('conversation save', () => this.files.put(this.key, this.revision!, value(r)));
         return;
+      } catch (err) {
+        const e = err as HiveError;
+        if (e.details?.tooLarge && attempt < 12) {
+          // Too large to keep whole: the history goes first (a restore then briefs from
+          // conversation.jsonl), then the older half of conversation.jsonl, until it fits.
+          r = r.history !== null ? { ...r, history: null } : { ...r, conversation: newerHalf(r.conversation) };
+          continue;
+        }
+        if (e.code !== 'E_CONFLICT' || attempt >= 12) throw err;
+        const now = await reachable('conversation load', () => this.files.get(this.key));
+        const saved = now ? (JSON.parse(now.data.toString('utf8')) as SavedConversation) : null;
+        // Our own save may have landed and only its answer been lost (a retry): then it stands.
+        if (now && saved?.owner === this.owner && saved.replica.commit === r.commit) {
+          this.revision = now.revision;
+          return;
+        }
+        // An older conversation saved since we loaded: a stale owner that resumed after this
+        // link restored. Our commit is newer and was fenced, so ours replaces it.
+        if (!now || (saved && saved.replica.commit < r.commit)) {
+          this.revision = now?.revision ?? 0;
+          continue;
+        }
+        throw err;
       }
-      if (e.code !== 'E_CONFLICT') throw err;
-      // Our own save may have landed and only its answer been lost (a retry): then it stands.
-      const now = await reachable('conversation load', () => this.files.get(this.key));
-      const saved = now ? (JSON.parse(now.data.toString('utf8')) as SavedConversation) : null;
-      if (!now || saved?.owner !== this.owner || saved.replica.commit !== replica.commit) throw err;
-      this.revision = now.revision;
     }
   }
+}
+
+/** The newer half of a JSON-lines text (whole lines). */
+function newerHalf(text: string): string {
+  const lines = text.split('\n').filter((l) => l.length > 0);
+  return lines.slice(Math.floor(lines.length / 2)).map((l) => `${l}\n`).join('');
 }

@@ -20,7 +20,8 @@ export class AgentPlacementView {
     const cluster = readClusterFile(root);
     if (!cluster) return null;
     const { connect, Kvm } = await import('../queue/nats.ts');
-    const nc = await connect({ servers: cluster.servers, name: `hive-${cluster.prefix}-where`, timeout: 5_000 });
+    // Never gives up reconnecting: the inspector keeps its view open through a NATS outage.
+    const nc = await connect({ servers: cluster.servers, name: `hive-${cluster.prefix}-where`, timeout: 5_000, maxReconnectAttempts: -1, reconnectTimeWait: 1_000 });
     const kv = await new Kvm(nc).open(`${cluster.prefix}_leases`);
     const holder = async (agent: string) => {
       const e = await kv.get(agent.replaceAll('.', '='));
