@@ -314,4 +314,36 @@ describe('cluster mode: two machines on one nats-server', () => {
       expect(await closed).toBe(0);
     }
   }, 60_000);
+  it('a graceful stop of hive start does not wait out NATS when every server is gone: it ends within seconds, exit 0', async () => {
+    const own = await startNatsServer();
+    const root = tempRoot();
+    const file = path.join(path.dirname(root), 'gone.config.json');
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        root,
+        agents: [{ id: 'echo-x', brain: { kind: 'echo' } }, { id: 'client', brain: { kind: 'external' }, runsOn: 'h1' }],
+        cluster: { servers: [own.url], host: 'h1', prefix: `gone${process.pid}`, leaseMs: 2_000 },
+        audit: { enabled: false },
+        inspector: { enabled: false },
+      }),
+    );
+    const child = spawn(process.execPath, [path.join(process.cwd(), 'scripts', 'hive.mjs'), 'start', '--config', file, '--host', 'h1', '--json', '--quiet'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const closed = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      const { exited } = collectLines(child, (line) => line.includes('"event":"ready"') && resolve());
+      void exited.then((x) => reject(new Error(`hive start exited before ready: ${x.code} ${x.stderr}`)));
+    });
+    await own.stop();
+    // Until the agent waits on NATS (its poll's read timed out): the shortage a stop must not wait out.
+    const paused = () => fs.readFileSync(path.join(root, 'log.jsonl'), 'utf8').includes('"type":"actor.paused","agent":"echo-x","reason":"NATS unreachable"');
+    for (const deadline = Date.now() + 30_000; !paused() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 100));
+    expect(paused()).toBe(true);
+    const t0 = Date.now();
+    child.kill('SIGTERM');
+    expect(await closed).toBe(0);
+    const ms = Date.now() - t0;
+    process.stdout.write(`graceful stop with NATS gone: ${ms} ms\n`);
+    expect(ms).toBeLessThan(10_000); // it took about 17 s before the stop stopped waiting on NATS
+  }, 60_000);
 });

@@ -21,7 +21,7 @@ import type { AgentLink, Transport } from '../queue/transport.ts';
 import { createFsTransport } from '../queue/fs-transport.ts';
 import { deadLetterData, relativeToHive } from '../queue/dead-letter.ts';
 import { appendEvent } from '../log/event-log.ts';
-import { errorMessage } from '../errors.ts';
+import { HiveError, errorMessage } from '../errors.ts';
 import { composeMessages, godNotice, nextTimers } from './compose.ts';
 import { SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { commitTurn, type StepRunner } from './commit.ts';
@@ -162,6 +162,8 @@ export class AgentActor {
     this.actor.subscribe({
       next: (s) => this.onSnapshot(String(s.value), s.context),
       error: (err) => {
+        // A step given up on at a stop while it waited out a shortage (ShortageGate.stop): a stop, not a failure.
+        if (this.stopping && err instanceof HiveError && err.code === 'E_STOPPED') return;
         this.o.emit({ type: 'actor.failed', agent: this.id, error: { message: errorMessage(err) } });
         appendEvent(this.o.root, { type: 'actor.failed', agent: this.id, error: errorMessage(err) });
         this.o.onFatal(err);
@@ -189,6 +191,8 @@ export class AgentActor {
     if (!actor) return true;
     if (actor.getSnapshot().status !== 'active') return true;
     actor.send({ type: 'hive.stop' });
+    // A step waiting out a shortage (NATS gone, a full disk) is not waited for: it is run again after the restart.
+    this.gate.stop();
     const stopped = await new Promise<boolean>((resolve) => {
       if (actor.getSnapshot().status !== 'active') return resolve(true);
       const timeout = setTimeout(() => resolve(false), graceMs);
@@ -204,9 +208,9 @@ export class AgentActor {
           clearTimeout(timeout);
           resolve(true);
         },
-        error: () => {
+        error: (err) => {
           clearTimeout(timeout);
-          resolve(false);
+          resolve(err instanceof HiveError && err.code === 'E_STOPPED');
         },
       });
     });

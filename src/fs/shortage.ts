@@ -1,3 +1,4 @@
+import { HiveError } from '../errors.ts';
 /**
  * Errors that say the machine is short of a resource for now, not that the data or the
  * code is wrong: a full disk or quota, too many open files, no memory for a buffer. An
@@ -82,6 +83,18 @@ export class ShortageGate {
 
   /** The shortage the actor waits out, or null when it is not paused. */
   reason: string | null = null;
+  private stopped = false;
+  private wake: (() => void) | null = null;
+
+  /**
+   * Its actor is stopping: a step waiting out a shortage gives up (E_STOPPED) instead of
+   * trying again; it had not happened, and is run again after the restart (every step
+   * run through the gate may be).
+   */
+  stop(): void {
+    this.stopped = true;
+    this.wake?.();
+  }
 
   async run<T>(step: () => T | Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
@@ -102,7 +115,10 @@ export class ShortageGate {
           this.reason = reason;
           this.hooks.onPause(reason, err);
         }
-        await this.wait(shortageDelay(attempt, this.backoff));
+        if (this.stopped) throw new HiveError('E_STOPPED', `Stopped while waiting out a shortage (${reason})`, { cause: err });
+        await Promise.race([this.wait(shortageDelay(attempt, this.backoff)), new Promise<void>((r) => (this.wake = r))]);
+        this.wake = null;
+        if (this.stopped) throw new HiveError('E_STOPPED', `Stopped while waiting out a shortage (${reason})`, { cause: err });
       }
     }
   }

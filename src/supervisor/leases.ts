@@ -28,6 +28,8 @@ interface LeaseKv {
 
 const enc = new TextEncoder();
 const keyOf = (agent: string) => agent.replaceAll('.', '=');
+/** How long a stop waits for NATS to answer before it goes on without (ms). */
+const STOP_WAIT_MS = 1_000;
 
 export class LeaseKeeper {
   private readonly held = new Map<string, { revision: number; renewedAt: number }>();
@@ -140,13 +142,17 @@ export class LeaseKeeper {
   async halt(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    await this.ticking?.catch(() => undefined);
+    // A pass waiting on NATS that does not answer is not waited out: whatever it takes from
+    // now on it gives back at once (see tick), and a renewal it makes changes nothing.
+    await Promise.race([this.ticking?.catch(() => undefined), new Promise((r) => setTimeout(r, STOP_WAIT_MS).unref())]);
   }
 
   /** Stops renewing and gives the leases back, so another machine takes them at once. */
   async stop(): Promise<void> {
     await this.halt();
-    await Promise.all([...this.held].map(([agent, { revision }]) => this.kv.delete(keyOf(agent), { previousSeq: revision }).catch(() => undefined)));
+    // Given back if NATS answers soon; if not, the leases expire by themselves after leaseMs.
+    const given = Promise.all([...this.held].map(([agent, { revision }]) => this.kv.delete(keyOf(agent), { previousSeq: revision }).catch(() => undefined)));
+    await Promise.race([given, new Promise((r) => setTimeout(r, STOP_WAIT_MS).unref())]);
     this.held.clear();
     await this.close().catch(() => undefined);
   }
