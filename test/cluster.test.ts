@@ -68,6 +68,29 @@ function startMachine(root: string, prefix: string, host: string, mode = 'pinned
   });
 }
 
+/** `hive start --host h1`, the real command, on a JSON config: echo-x leased, the client pinned to h1. */
+function cliMachine(url: string, prefix: string) {
+  const root = tempRoot();
+  const file = path.join(path.dirname(root), `${prefix}.config.json`);
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      root,
+      agents: [{ id: 'echo-x', brain: { kind: 'echo' } }, { id: 'client', brain: { kind: 'external' }, runsOn: 'h1' }],
+      cluster: { servers: [url], host: 'h1', prefix, leaseMs: 2_000 },
+      audit: { enabled: false },
+      inspector: { enabled: false },
+    }),
+  );
+  const child = spawn(process.execPath, [path.join(process.cwd(), 'scripts', 'hive.mjs'), 'start', '--config', file, '--host', 'h1', '--json', '--quiet'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const closed = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  const ready = new Promise<void>((resolve, reject) => {
+    const { exited } = collectLines(child, (line) => line.includes('"event":"ready"') && resolve());
+    void exited.then((x) => reject(new Error(`hive start exited before ready: ${x.code} ${x.stderr}`)));
+  });
+  return { root, child, ready, closed };
+}
+
 /** Exactly one reply per request: none missing, none twice, none to anything else. */
 function expectEachAnsweredOnce(got: HiveMessage[], requests: HiveMessage[]): void {
   const byRequest = new Map<string, number>();
@@ -281,24 +304,7 @@ describe('cluster mode: two machines on one nats-server', () => {
   }, 120_000);
   it('hive start, the real command, runs a machine of a cluster: it takes the lease of an unpinned agent, answers across NATS, stops gracefully', async () => {
     const prefix = `cli${process.pid}`;
-    const root = tempRoot();
-    const file = path.join(path.dirname(root), 'hive.config.json');
-    fs.writeFileSync(
-      file,
-      JSON.stringify({
-        root,
-        agents: [{ id: 'echo-x', brain: { kind: 'echo' } }, { id: 'client', brain: { kind: 'external' }, runsOn: 'h1' }],
-        cluster: { servers: [server!.url], host: 'h1', prefix, leaseMs: 2_000 },
-        audit: { enabled: false },
-        inspector: { enabled: false },
-      }),
-    );
-    const child = spawn(process.execPath, [path.join(process.cwd(), 'scripts', 'hive.mjs'), 'start', '--config', file, '--host', 'h1', '--json', '--quiet'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const ready = new Promise<void>((resolve, reject) => {
-      const { exited } = collectLines(child, (line) => line.includes('"event":"ready"') && resolve());
-      void exited.then((x) => reject(new Error(`hive start exited before ready: ${x.code} ${x.stderr}`)));
-    });
-    const closed = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+    const { root, child, ready, closed } = cliMachine(server!.url, prefix);
     const t = await createJetStreamTransport({ servers: [server!.url], prefix });
     try {
       await ready;
@@ -316,24 +322,8 @@ describe('cluster mode: two machines on one nats-server', () => {
   }, 60_000);
   it('a graceful stop of hive start does not wait out NATS when every server is gone: it ends within seconds, exit 0', async () => {
     const own = await startNatsServer();
-    const root = tempRoot();
-    const file = path.join(path.dirname(root), 'gone.config.json');
-    fs.writeFileSync(
-      file,
-      JSON.stringify({
-        root,
-        agents: [{ id: 'echo-x', brain: { kind: 'echo' } }, { id: 'client', brain: { kind: 'external' }, runsOn: 'h1' }],
-        cluster: { servers: [own.url], host: 'h1', prefix: `gone${process.pid}`, leaseMs: 2_000 },
-        audit: { enabled: false },
-        inspector: { enabled: false },
-      }),
-    );
-    const child = spawn(process.execPath, [path.join(process.cwd(), 'scripts', 'hive.mjs'), 'start', '--config', file, '--host', 'h1', '--json', '--quiet'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const closed = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
-    await new Promise<void>((resolve, reject) => {
-      const { exited } = collectLines(child, (line) => line.includes('"event":"ready"') && resolve());
-      void exited.then((x) => reject(new Error(`hive start exited before ready: ${x.code} ${x.stderr}`)));
-    });
+    const { root, child, ready, closed } = cliMachine(own.url, `gone${process.pid}`);
+    await ready;
     await own.stop();
     // Until the agent waits on NATS (its poll's read timed out): the shortage a stop must not wait out.
     const paused = () => fs.readFileSync(path.join(root, 'log.jsonl'), 'utf8').includes('"type":"actor.paused","agent":"echo-x","reason":"NATS unreachable"');
@@ -346,4 +336,45 @@ describe('cluster mode: two machines on one nats-server', () => {
     process.stdout.write(`graceful stop with NATS gone: ${ms} ms\n`);
     expect(ms).toBeLessThan(10_000); // it took about 17 s before the stop stopped waiting on NATS
   }, 60_000);
+  it("a machine SIGKILLed after an agent's commit and before its conversation reached the cluster: the next machine restores the cluster's copy (one commit behind) and the commit record's turn, so the brain sees every turn", async () => {
+    const prefix = `convcrash${process.pid}`;
+    const [r1, r2] = [tempRoot(), tempRoot()];
+    const t = await createJetStreamTransport({ servers: [server!.url], prefix });
+    const bodies: string[] = [];
+    const ask = async (root: string, wait = true) => {
+      const m = createMessage({ from: 'client', to: 'talker', act: 'request', body: `question ${bodies.length}` });
+      writeOutbox(root, [m]);
+      for (const deadline = Date.now() + 30_000; wait; await new Promise((r) => setTimeout(r, 50))) {
+        const reply = (await replies(t)).find((r) => r.in_reply_to === m.id);
+        if (reply) return bodies.push(reply.body);
+        if (Date.now() > deadline) throw new Error(`no reply to ${m.body}`);
+      }
+      return bodies.push('(not waited for)');
+    };
+    let h1 = await startMachine(r1, prefix, 'h1', 'talk'); // alone: it holds talker's lease
+    let h2: Machine | null = null;
+    try {
+      await ask(r1);
+      await ask(r1); // the cluster's copy is at commit 2 now
+      h1.child.kill('SIGTERM'); // the lease given back
+      expect((await h1.exited).code).toBe(0);
+      h1 = await startMachine(r1, prefix, 'h1', 'talk-crash');
+      await ask(r1, false); // commit 3 made; h1's agent stops before saving its conversation
+      const reached = path.join(r1, 'crash-point.reached');
+      for (const deadline = Date.now() + 30_000; !fs.existsSync(reached); await new Promise((r) => setTimeout(r, 20))) if (Date.now() > deadline) throw new Error('crash point not reached');
+      h1.child.kill('SIGKILL');
+      await h1.exited;
+      h2 = await startMachine(r2, prefix, 'h2', 'talk'); // takes the lease once h1's expires
+      await ask(r2);
+      // The reply to question 2 went out once (routed from its commit), and question 3 saw all three turns before it.
+      const all = await replies(t);
+      expect(all.filter((r) => r.body.startsWith('heard "question 2"'))).toHaveLength(1);
+      expect(bodies[3]).toBe('heard "question 3" (history 6)');
+      expect(fs.readFileSync(path.join(r2, 'log.jsonl'), 'utf8')).toMatch(/"type":"session\.caught-up","agent":"talker"/);
+    } finally {
+      t.close();
+      for (const m of [h1, h2]) if (m && m.child.exitCode === null && m.child.signalCode === null) m.child.kill('SIGTERM');
+      await Promise.all([h1.exited, h2?.exited]);
+    }
+  }, 120_000);
 });

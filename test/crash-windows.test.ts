@@ -12,7 +12,7 @@ import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { listInbox } from '../src/queue/inbox.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
-import { CRASH_POINTS, CRASH_POINT_REACHED, type CrashPointName } from '../src/testing/crash-point.ts';
+import { CRASH_POINTS, CRASH_POINT_REACHED } from '../src/testing/crash-point.ts';
 
 /**
  * Deterministic crash windows: for every step of every crash-order header, a hive stops at
@@ -43,7 +43,7 @@ interface Evidence {
 }
 
 /** What each window leaves, and what its recovery must show. */
-const CASES: Record<CrashPointName, { garbage?: boolean; atCrash?: (root: string, requests: HiveMessage[]) => void; recovered: (e: Evidence) => void }> = {
+const CASES: Record<(typeof CRASH_POINTS)[number], { garbage?: boolean; atCrash?: (root: string, requests: HiveMessage[]) => void; recovered: (e: Evidence) => void }> = {
   'commit.before-wal': {
     atCrash: (root) => expect(readStateFile(root, 'counter')).toBeUndefined(),
     // Not committed: the turn runs again, and the brain is asked again.

@@ -36,6 +36,7 @@ import { ContextReporter } from './context-report.ts';
 import { TurnClock } from './turn-clock.ts';
 import { realClock, type Clock } from './clock.ts';
 import { sweepProviders } from '../brains/provider-processes.ts';
+import { crashPoint } from '../testing/crash-point.ts';
 
 
 export interface AgentActorOptions {
@@ -500,6 +501,9 @@ export class AgentActor {
     const kept = this.link.conversation;
     if (!kept || !this.session) return;
     const replica = localConversation(this.o.root, this.id, commit);
+    // A crash here: the cluster's copy is one commit behind; the commit record's session
+    // turns fill it in at the next restore (test/cluster.test.ts kills a machine here).
+    crashPoint('conversation.before-save');
     if (replica) await this.runStep(() => kept.save(replica));
   }
 

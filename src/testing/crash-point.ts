@@ -4,7 +4,7 @@ import path from 'node:path';
 /**
  * Named points inside each atomic step, one per line of its crash-order header
  * (src/agent/commit.ts, src/queue/inbox-writer.ts, src/router/route.ts,
- * src/queue/dead-letter.ts). A test arms one (through createHive's `testing` option,
+ * src/queue/dead-letter.ts; cluster mode: AgentActor.saveConversation). A test arms one (through createHive's `testing` option,
  * carried to the worker threads in their init data): the thread that reaches it writes
  * `<root>/crash-point.reached` and stops there for good, so the test can SIGKILL the
  * process exactly in that window. Unarmed, as in production, a point is one comparison.
@@ -19,7 +19,10 @@ export const CRASH_POINTS = [
   'dead-letter.after-reason',
 ] as const;
 
-export type CrashPointName = (typeof CRASH_POINTS)[number];
+/** Points only a cluster machine reaches (test/cluster.test.ts kills one at each). */
+export const CLUSTER_CRASH_POINTS = ['conversation.before-save'] as const;
+
+export type CrashPointName = (typeof CRASH_POINTS)[number] | (typeof CLUSTER_CRASH_POINTS)[number];
 
 /** The file a thread that reached the armed point writes (its content: the point's name). */
 export const CRASH_POINT_REACHED = 'crash-point.reached';

@@ -1,26 +1,11 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { freeLoopbackPort, natsServerMissing } from '../../src/chaos/nats-node.ts';
 
 /** Why nats-server cannot be started here (null: it can). `.ci/run` installs it from Debian. */
-export function natsUnavailable(): string | null {
-  const r = spawnSync('nats-server', ['--version'], { encoding: 'utf8' });
-  if (r.error || r.status !== 0) return 'nats-server is not installed (apt-get install -y nats-server)';
-  return null;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export const natsUnavailable = natsServerMissing;
 
 export interface NatsServer {
   url: string;
@@ -41,7 +26,7 @@ export async function startNatsServer(options: { storeDir?: string; port?: numbe
   const missing = natsUnavailable();
   if (missing) throw new Error(missing); // `npm test`'s pretest installs it; a test never skips for want of it
   const storeDir = options.storeDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'hive-nats-'));
-  const port = options.port ?? (await freePort());
+  const port = options.port ?? (await freeLoopbackPort());
   const child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-8000)));
