@@ -29,6 +29,11 @@ import { requestJsonLine } from '../src/net/json-line.ts';
 import { resolveSocketPath } from '../src/net/socket-path.ts';
 import { HOOKS_SOCKET } from '../src/hooks/server.ts';
 import { committedCursor } from '../src/queue/committed-cursor.ts';
+import { readSendRouted } from '../src/queue/send-log.ts';
+import { listSegments } from '../src/queue/inbox-log.ts';
+
+/** The first segment of a sender's send log (where hive.send() wrote). */
+const sendLogSegment = (root: string, sender: string): string => listSegments(agentPaths(root, sender).sendLog).segments[0]!.file;
 
 /**
  * A hive folder is shared with people and programs: whatever they leave in it must not
@@ -151,6 +156,25 @@ describe('hostile hive folder: the router', () => {
       expect(fs.readdirSync(outside).sort()).toEqual([...keep, 'from-outside.json'].sort());
       expect(readInbox(hive.root, 'echo', 0).entries.some((e) => e.message.body === 'FROM-OUTSIDE')).toBe(false);
       expect(fs.readFileSync(hivePaths(hive.root).log, 'utf8')).toMatch(/"type":"router\.(folder|sender)-refused".*"agent":"ext"/);
+      expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+    });
+  }
+
+  for (const broken of ['a symlink out of the hive', 'a FIFO'] as const) {
+    it(`a sender whose sendlog is ${broken}: hive.send() writes an outbox file instead, nothing outside is read or written, others go on`, async () => {
+      const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'ext', brain: { kind: 'external' } }] }));
+      const p = agentPaths(hive.root, 'ext');
+      const outside = tempDir('hive-outside-');
+      fs.writeFileSync(path.join(outside, '000000000001.jsonl'), 'planted\n');
+      fs.writeFileSync(path.join(outside, '.synced'), '{"seq":1}\n');
+      if (broken === 'a FIFO') execFileSync('mkfifo', [p.sendLog]);
+      else fs.symlinkSync(outside, p.sendLog);
+      const sent = await hive.send({ from: 'ext', to: 'echo', act: 'inform', body: 'still sent' });
+      await waitFor(hive, () => readInbox(hive.root, 'echo', 0).entries.some((e) => e.message.id === sent.id), 'delivered from an outbox file');
+      await roundTrip(hive, `with ext's sendlog ${broken}`);
+      expect(fs.readdirSync(outside).sort()).toEqual(['.synced', '000000000001.jsonl']);
+      expect(fs.readFileSync(path.join(outside, '000000000001.jsonl'), 'utf8')).toBe('planted\n');
+      expect(fs.readFileSync(hivePaths(hive.root).log, 'utf8')).toMatch(/"type":"sendlog\.refused".*"agent":"ext"/);
       expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
     });
   }
@@ -375,7 +399,7 @@ describe('a hive on a shared machine', () => {
     return bad;
   }
 
-  it('with the usual umask 022, the hive root and everything Hive creates are owner-only; flushed messages 0400', async () => {
+  it('with the usual umask 022, the hive root and everything Hive creates are owner-only, the send log too', async () => {
     const previous = process.umask(0o022);
     try {
       const hive = await startHive(fastConfig({ agents: [echo, client], audit: { enabled: true, intervalMs: 200 } }));
@@ -385,7 +409,8 @@ describe('a hive on a shared machine', () => {
       await hive.supervisor.observer?.audit?.flush();
       expect(tooOpen(hive.root, 0o077)).toEqual([]);
       expect(fs.statSync(hive.root).mode & 0o777).toBe(0o700);
-      expect(fs.statSync(path.join(agentPaths(hive.root, 'client').sent, `${sent.id}.json`)).mode & 0o777).toBe(0o400);
+      // hive.send() writes the send log, not an outbox file: its segment is the owner's alone.
+      expect(fs.statSync(sendLogSegment(hive.root, 'client')).mode & 0o777).toBe(0o600);
     } finally {
       process.umask(previous);
     }
@@ -397,11 +422,12 @@ describe('a hive on a shared machine', () => {
       const hive = await startHive(fastConfig({ agents: [echo, client], permissions: 'group' }));
       await roundTrip(hive, 'shared');
       const sent = await hive.send({ from: 'client', to: 'echo', act: 'inform', body: 'for the group' });
-      await waitFor(hive, () => fs.existsSync(path.join(agentPaths(hive.root, 'client').sent, `${sent.id}.json`)), 'routed');
+      await waitFor(hive, () => readSendRouted(hive.root, 'client') >= 2, 'routed');
       expect(tooOpen(hive.root, 0o007)).toEqual([]);
       expect(fs.statSync(hive.root).mode & 0o777).toBe(0o750);
       expect(fs.statSync(agentPaths(hive.root, 'echo').stateWal).mode & 0o777).toBe(0o640);
-      expect(fs.statSync(path.join(agentPaths(hive.root, 'client').sent, `${sent.id}.json`)).mode & 0o777).toBe(0o440);
+      expect(fs.statSync(sendLogSegment(hive.root, 'client')).mode & 0o777).toBe(0o640);
+      expect(sent.id).toBeTruthy();
       expect(fs.statSync(path.join(hive.root, 'hive.key')).mode & 0o777).toBe(0o600);
     } finally {
       process.umask(previous);

@@ -69,6 +69,8 @@ function buildAgentPaths(root: string, id: string) {
     outbox: path.join(dir, 'outbox'),
     sent: path.join(dir, 'outbox', '.sent'),
     inbox: path.join(dir, 'inbox'),
+    /** The supervisor's send log for this sender (src/queue/send-log.ts). */
+    sendLog: path.join(dir, 'sendlog'),
     cursor: path.join(dir, 'cursor.json'),
     state: path.join(dir, 'state.json'),
     stateWal: path.join(dir, 'state.wal'),

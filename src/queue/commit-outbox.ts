@@ -164,8 +164,9 @@ export function unroutedMessages(records: StateFile[], after: RoutedMark, throug
   return out;
 }
 
-/** Where a pending item came from, as an operator finds it: an outbox file, or a message of a commit record. */
+/** Where a pending item came from, as an operator finds it: an outbox file, a send log entry, or a message of a commit record. */
 export function sourceOf(sender: string, ref: string): string {
+  if (/^#\d+$/.test(ref)) return `agents/${sender}/sendlog (entry ${ref.slice(1)})`;
   const mark = parseCommitRef(ref);
   return mark ? `agents/${sender}/state.wal (commit ${mark.commit}, message ${mark.index + 1})` : `agents/${sender}/outbox/${ref}`;
 }

@@ -9,6 +9,7 @@ import { committedCursor } from './committed-cursor.ts';
 import { FsAgentLink } from './fs-agent-link.ts';
 import { deadLetterData, deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
 import type { PendingItem, Transport } from './transport.ts';
+import { SendLogSource, parseSendRef } from './send-log.ts';
 import { CommitLogTail, isAfter, MarkWriter, parseCommitRef, readCommitted, readRouted, unroutedMessages, type RoutedMark } from './commit-outbox.ts';
 
 export interface FsTransportOptions {
@@ -73,6 +74,18 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     routed.set(sender, next);
     marks.write(agentPaths(root, sender).routed, next);
   };
+  // The supervisor's send log (src/queue/send-log.ts): what hive.send() accepted.
+  const sendLog = new SendLogSource(root);
+  const fromSendLog = (sender: string, limit: number): PendingItem[] =>
+    sendLog.pending(sender, limit).map((i) => {
+      if (i.message) {
+        handedOut.set(`${sender}/${i.ref}`, i.message);
+        return { ref: i.ref, message: i.message, error: null };
+      }
+      rejectedLines.set(`${sender}/${i.ref}`, i.rejected!.text);
+      return { ref: i.ref, message: null, error: i.rejected!.error, ageMs: Infinity };
+    });
+  const rejectedLines = new Map<string, string>();
   const links = new Map<string, FsAgentLink>();
   const notify = (agents: Iterable<string>) => {
     for (const id of agents) links.get(id)?.notify();
@@ -89,6 +102,8 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     },
     async pending(sender: string, limit?: number): Promise<PendingItem[]> {
       const committed = fromCommits(sender, limit ?? Infinity);
+      if (limit !== undefined && committed.length >= limit) return committed;
+      committed.push(...fromSendLog(sender, limit === undefined ? Infinity : limit - committed.length));
       const left = limit === undefined ? undefined : limit - committed.length;
       if (left !== undefined && left <= 0) return committed;
       return [...committed, ...readOutbox(root, sender, left).map((f) => {
@@ -105,17 +120,34 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     },
     async settle(sender: string, refs: string[]) {
       const files: string[] = [];
+      let logged = 0;
       for (const ref of refs) {
         const mark = parseCommitRef(ref);
-        if (!mark) files.push(ref);
+        const seq = parseSendRef(ref);
+        if (seq !== null) {
+          logged = Math.max(logged, seq);
+          handedOut.delete(`${sender}/${ref}`);
+        } else if (!mark) files.push(ref);
         else {
           advance(sender, mark);
           handedOut.delete(`${sender}/${ref}`);
         }
       }
+      if (logged > 0) sendLog.settle(sender, `#${logged}`);
       if (files.length > 0) markSent(root, sender, files, sentCap);
     },
     async reject(sender: string, ref: string, reason: DeadLetterReason) {
+      const seq = parseSendRef(ref);
+      if (seq !== null) {
+        const key = `${sender}/${ref}`;
+        const message = handedOut.get(key);
+        const text = message ? encodeMessage(message) : `${rejectedLines.get(key) ?? ''}\n`;
+        deadLetterData(root, message ? `${message.id}.json` : `sendlog-${sender}-${seq}.json`, text, reason, { exactName: true });
+        handedOut.delete(key);
+        rejectedLines.delete(key);
+        sendLog.settle(sender, ref);
+        return;
+      }
       const mark = parseCommitRef(ref);
       if (!mark) {
         deadLetterFile(root, path.join(agentPaths(root, sender).outbox, ref), reason);
@@ -155,6 +187,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     close() {
       for (const l of [...links.values()]) l.close();
       marks.close();
+      sendLog.close();
       for (const w of writers.values()) w.close();
       writers.clear();
       readers.clear();

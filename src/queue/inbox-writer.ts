@@ -41,6 +41,20 @@ export interface InboxWriterOptions {
   segmentBytes?: number;
   /** Processed entries kept for the duplicate check and for reading (default 5000). */
   doneCap?: number;
+  /**
+   * Another log of the same format than the agent's inbox (the supervisor's send log,
+   * src/queue/send-log.ts): its folder, how people see it, and through which seq its
+   * reader has handled entries (what compaction may drop). Default: the inbox and its
+   * agent's committed cursor.
+   */
+  place?: LogPlace;
+}
+
+export interface LogPlace {
+  dir: string;
+  /** Relative to the hive, for people: `agents/<id>/inbox`. */
+  label: string;
+  handledThrough: () => number;
 }
 
 const DEFAULT_SEGMENT_BYTES = 1 << 20;
@@ -60,13 +74,17 @@ export class InboxWriter {
   private readonly synced: MarkerFile;
   private tail: Promise<unknown> = Promise.resolve();
   private opened = false;
+  private readonly label: string;
+  private readonly handledThrough: () => number;
 
   constructor(
     private readonly root: string,
     private readonly agentId: string,
     options: InboxWriterOptions = {},
   ) {
-    this.dir = agentPaths(root, agentId).inbox;
+    this.dir = options.place?.dir ?? agentPaths(root, agentId).inbox;
+    this.label = options.place?.label ?? `agents/${agentId}/inbox`;
+    this.handledThrough = options.place?.handledThrough ?? (() => committedCursor(root, agentId));
     this.segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
     this.doneCap = options.doneCap ?? DEFAULT_DONE_CAP;
     this.synced = new MarkerFile(path.join(this.dir, SYNCED_NAME), 64);
@@ -84,7 +102,7 @@ export class InboxWriter {
     // (lstat of the inbox alone would follow a symlinked agent folder); it is no inbox.
     if (!isRealDirectory(path.dirname(this.dir)) || !isRealDirectory(this.dir)) {
       this.close();
-      throw new HiveError('E_UNKNOWN_AGENT', `Agent "${this.agentId}" has no inbox folder at ${this.dir}; create it with ensureAgent or \`hive spawn\``);
+      throw new HiveError('E_UNKNOWN_AGENT', `Agent "${this.agentId}" has no ${path.basename(this.dir)} folder at ${this.dir}; create it with ensureAgent or \`hive spawn\``);
     }
     try {
       if (!this.opened) await this.open();
@@ -154,7 +172,7 @@ export class InboxWriter {
    */
   private compact(): void {
     if (this.segments.length < 3) return;
-    const cursor = committedCursor(this.root, this.agentId);
+    const cursor = this.handledThrough();
     const keepFrom = cursor - this.doneCap; // entries with seq > keepFrom stay
     while (this.segments.length > 2) {
       const [oldest, next] = this.segments as [Segment, Segment];
@@ -186,14 +204,14 @@ export class InboxWriter {
     this.lastSeq = 0;
     const last = segments.at(-1);
     for (const seg of segments) {
-      const lines = splitLines(readSegmentFrom(seg.file, 0, `agents/${this.agentId}/inbox/${seg.name}`), 0, seg.first);
+      const lines = splitLines(readSegmentFrom(seg.file, 0, `${this.label}/${seg.name}`), 0, seg.first);
       for (const l of lines) {
         const d = decodeEntryLine(l.text, l.seq, seg.name);
         if (d.ok) this.remember(d.message.id);
       }
       if (seg === last) await this.recoverTail(seg, lines);
     }
-    const floor = committedCursor(this.root, this.agentId);
+    const floor = this.handledThrough();
     if (floor > this.lastSeq) {
       // The log lost entries its agent handled (a power cut on a disk that reorders, or a
       // segment removed by hand): go on after the cursor, never below it.
@@ -227,7 +245,7 @@ export class InboxWriter {
         deadLetterData(this.root, `at-${end}-of-${this.agentId}-${seg.name}`, tail.toString('utf8', 0, whole), {
           error: `${whole} bytes at the end of agents/${this.agentId}/inbox/${seg.name} are lines that are not valid entries: moved here and cut off the log`,
           code: 'E_BAD_MESSAGE',
-          source: `agents/${this.agentId}/inbox/${seg.name}`,
+          source: `${this.label}/${seg.name}`,
         }, { exactName: true });
       }
       // Bytes after the last newline are a write cut short (the router's retry writes it again).

@@ -44,24 +44,29 @@ export class InboxReader {
   /** Where the last read ended: the next line of `file` at `offset` has seq `seq`. */
   private pos: { file: string; offset: number; seq: number; index: number } | null = null;
 
+  private readonly label: string;
+
   constructor(
     private readonly root: string,
     readonly agentId: string,
+    /** Another log of the inbox format (the send log): its folder and label. */
+    place?: { dir: string; label: string },
   ) {
-    this.dir = agentPaths(root, agentId).inbox;
+    this.dir = place?.dir ?? agentPaths(root, agentId).inbox;
+    this.label = place?.label ?? `agents/${agentId}/inbox`;
   }
 
   /** Entries with seq > afterSeq, up to `.synced`, in order. */
   read(afterSeq: number, limit = Infinity): InboxRead {
     assertRealDirectory(agentPaths(this.root, this.agentId).dir, `agents/${this.agentId}`);
-    assertRealDirectory(this.dir, `agents/${this.agentId}/inbox`);
+    assertRealDirectory(this.dir, this.label);
     const out: InboxRead = { entries: [], rejected: [] };
     const synced = readSynced(this.dir);
     if (synced <= afterSeq) return out;
     let at = this.pos?.seq === afterSeq + 1 && this.segments[this.pos.index]?.file === this.pos.file ? this.pos : this.locate(afterSeq + 1);
     while (at && out.entries.length + out.rejected.length < limit && at.seq <= synced) {
       const seg = this.segments[at.index]!;
-      const where = `agents/${this.agentId}/inbox/${seg.name}`;
+      const where = `${this.label}/${seg.name}`;
       let chunk = CHUNK;
       let lines: ReturnType<typeof splitLines> = [];
       let eof = false;

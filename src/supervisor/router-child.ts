@@ -111,8 +111,28 @@ export class RouterChild {
 
   /** Tells the router that these senders' outboxes changed (all of them when omitted). */
   kick(senders?: string[]): void {
-    void this.child?.handle?.call(async (api) => api.kick(senders)).catch(() => undefined);
+    // Kicks made in one turn of the event loop go as one call (4,000 hive.send()s that a
+    // group commit acknowledged together are one kick, not 4,000 messages to the worker).
+    if (!senders) this.kicked = 'all';
+    else if (this.kicked !== 'all') {
+      const set = this.kicked ?? new Set<string>();
+      for (const s of senders) set.add(s);
+      this.kicked = set;
+    }
+    if (this.kickQueued) return;
+    this.kickQueued = true;
+    queueMicrotask(() => {
+      this.kickQueued = false;
+      const kicked = this.kicked;
+      this.kicked = null;
+      if (kicked === null) return;
+      const list = kicked === 'all' ? undefined : [...kicked];
+      void this.child?.handle?.call(async (api) => api.kick(list)).catch(() => undefined);
+    });
   }
+
+  private kicked: Set<string> | 'all' | null = null;
+  private kickQueued = false;
 
   /** What the router reported: its machine state, or a shortage it waits out (`reason`) or its end (null). */
   reported(update: { value: string } | { paused: string | null }): void {

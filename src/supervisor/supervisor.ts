@@ -1,3 +1,5 @@
+// Long on purpose: start() and close() are one ordered sequence each (lock, recovery, hosts,
+// router, sockets, and back), kept side by side so the two orders can be read against each other.
 import { GodInboxView } from './god-inbox-view.ts';
 import { LeaseKeeper } from './leases.ts';
 import { leasedAgents, runsHere } from './cluster.ts';
@@ -16,6 +18,7 @@ import { hiveModes, secureHiveRoot, useGroupModes } from '../fs/modes.ts';
 import { HiveObserver, type ObserveOptions } from '../telemetry/observer.ts';
 import { startSend } from '../telemetry/spans.ts';
 import { writeOutbox } from '../queue/outbox.ts';
+import { SendLog } from '../queue/send-log.ts';
 import { startHooksServer } from '../hooks/server.ts';
 import type { JsonLineServer } from '../net/json-line.ts';
 import { listQuestions, answerQuestion, type Question } from '../human/questions.ts';
@@ -54,6 +57,8 @@ export class Supervisor {
   private readonly router: RouterChild;
   private readonly agents: AgentHosts;
   private lock: HiveLock | null = null;
+  /** Where hive.send() writes while this supervisor holds hive.lock (one machine only; null: outbox files). */
+  private sendLog: SendLog | null = null;
   private control: ControlServer | null = null;
   private hooks: JsonLineServer | null = null;
   private closing = false;
@@ -119,6 +124,8 @@ export class Supervisor {
       await archiveRemovedAgents(this.ctx);
       phase('ensure');
       sweepOrphans(this.root);
+      // One machine: hive.send() writes the send log, recovered before the router starts.
+      if (!this.config.cluster) this.sendLog = await SendLog.open(this.root, Object.keys(readRegistry(this.root).agents));
       phase('orphans');
       this.observer = await HiveObserver.start(this.config, this.observe, () =>
         this.status().flatMap((s) => (s.kind === 'agent' || s.kind === 'passive' ? [{ agent: s.id, depth: s.inboxDepth }] : [])),
@@ -209,6 +216,8 @@ export class Supervisor {
     await this.leases?.halt(); // no lease taken while stopping
     await this.router.stop();
     await this.agents.stopAll();
+    this.sendLog?.close();
+    this.sendLog = null; // sends after the stop are outbox files: the lock is given up below
     await this.leases?.stop(); // given back once the agents are stopped: another machine takes them at once
     this.godInbox?.close();
     await this.memory.stop();
@@ -270,7 +279,7 @@ export class Supervisor {
       throw new HiveError('E_UNKNOWN_AGENT', `Sender "${r.message.from}" is not an agent of ${this.root}`);
     }
     const { message, span } = startSend(this.observer?.tracer ?? null, r.message);
-    writeOutbox(this.root, [message]);
+    await (this.sendLog ? this.sendLog.send(message) : writeOutbox(this.root, [message]));
     span?.end();
     this.kickRouter([message.from]);
     return message;

@@ -1,9 +1,7 @@
 // Hive as a peer: a running hive of 8 echo agents and an external client. A request is a
-// message written durably into the client's outbox (writeOutboxAsync: one group commit for
-// a batch); its reply counts once the router delivered it, durably, into the client's inbox.
+// hive.send() (what a program using Hive calls; concurrent sends share one group commit of
+// the send log); its reply counts once the router delivered it, durably, into the client's inbox.
 import { createHive } from '../../../src/hive.ts';
-import { createMessage } from '../../../src/protocol/message.ts';
-import { writeOutboxAsync } from '../../../src/queue/outbox.ts';
 import { listInbox } from '../../../src/queue/inbox.ts';
 import { readStateFile } from '../../../src/agent/state-store.ts';
 import { checkCounts, type Peer, type PeerCheck } from './peer.ts';
@@ -24,11 +22,7 @@ export async function startHivePeer(root: string, agents: string[]): Promise<Pee
   return {
     name: 'hive',
     async send(requests) {
-      await writeOutboxAsync(
-        root,
-        requests.map((r) => createMessage({ id: r.id, from: 'client', to: r.to, act: 'request', body: r.body })),
-      );
-      hive.supervisor.kickRouter(['client']); // as hive.send does
+      await Promise.all(requests.map((r) => hive.send({ id: r.id, from: 'client', to: r.to, act: 'request', body: r.body })));
     },
     onReplies(listener) {
       listeners.add(listener);
