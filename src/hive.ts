@@ -25,7 +25,7 @@ export interface Hive {
   spawn(spec: unknown): Promise<RegistryEntry>;
   /** Stops an agent's actor; it stays stopped until spawned again. */
   stop(id: string): Promise<void>;
-  /** Durably writes a message into its sender's outbox (resolves once on disk). */
+  /** Durably accepts a message from its sender (the send log; resolves once on disk; concurrent sends share one flush). */
   send(message: HiveMessageInput): Promise<HiveMessage>;
   status(): ActorStatus[];
   /** Questions for the people in the loop (open ones by default). */

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
-import { readJsonFile } from '../fs/atomic.ts';
+import { fsyncDir, readJsonFile } from '../fs/atomic.ts';
 import { isRealDirectory } from '../fs/regular-file.ts';
 import { hiveModes } from '../fs/modes.ts';
 import { HiveError } from '../errors.ts';
@@ -111,6 +111,7 @@ export class SendLog {
     if (!isRealDirectory(p.dir)) throw new HiveError('E_UNKNOWN_AGENT', `Sender "${sender}" has no agent folder at ${p.dir}`);
     try {
       fs.mkdirSync(p.sendLog, { mode: hiveModes().dir });
+      fsyncDir(p.dir); // the new folder's name is durable before anything in it is acknowledged
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }

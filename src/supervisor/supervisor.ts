@@ -271,7 +271,7 @@ export class Supervisor {
     this.events.emit('stopped', { agent: id });
   }
 
-  /** Validates and durably writes a message into its sender's outbox, then wakes the router. */
+  /** Validates and durably writes a message (the send log, else an outbox file), then wakes the router. */
   async send(input: HiveMessageInput): Promise<HiveMessage> {
     const r = parseMessage(input);
     if (!r.ok) throw r.error;
