@@ -48,7 +48,7 @@ describe('routing and dead letters', () => {
       fs.writeFileSync(file, text);
       const before = snapshotTree(path.join(root, 'agents', 'bob'));
       const report = await route();
-      expect(report.rejected).toHaveLength(1);
+      expect(report.rejected, JSON.stringify(report)).toHaveLength(1);
       expect(fs.existsSync(file)).toBe(false);
       const [dl] = listDeadLetters(root);
       expect(dl!.reason).toMatchObject({ source: 'agents/alice/outbox/bad.json', code: 'E_BAD_MESSAGE' });

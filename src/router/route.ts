@@ -233,7 +233,9 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
       report.moreSenders.push(sender);
     }
     for (const item of items) {
-      if (!item.message && (item.ageMs ?? Infinity) < (settings.settleMs ?? 2_000)) {
+      // settleMs 0: final at once (an mtime a hair ahead of Date.now() gives a negative age).
+      const settleMs = settings.settleMs ?? 2_000;
+      if (!item.message && settleMs > 0 && (item.ageMs ?? Infinity) < settleMs) {
         report.unsettled += 1; // still being written, probably: look again soon
         continue;
       }
