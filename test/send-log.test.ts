@@ -28,7 +28,7 @@ function drain(root: string): HiveMessage[] {
     const items = source.pending('client', 100);
     if (items.length === 0) break;
     for (const i of items) if (i.message) out.push(i.message);
-    source.settle('client', items.at(-1)!.ref);
+    source.settle('client', items.map((i) => i.ref));
   }
   source.close();
   return out;
@@ -50,7 +50,7 @@ describe('the send log (hive.send without a file per message)', () => {
     // A message sent again with the same id is accepted and not logged twice.
     await log.append([sent[0]!]);
     expect(drain(root)).toEqual([]);
-    log.close();
+    await log.close();
   });
 
   it('a torn tail at every byte offset of the last entry is cut at recovery: every acknowledged send stays, seqs stay gap-free', async () => {
@@ -100,6 +100,27 @@ describe('the send log (hive.send without a file per message)', () => {
     for (const id of acked) expect(logged.has(id)).toBe(true);
     // At most the batches in flight are in the log without their acknowledgement.
     expect(ids.length - acked.length).toBeLessThanOrEqual(40);
+  });
+
+  it('the routed mark moves only over a run without holes, and a junk .routed reads as nothing routed (never stops the sender)', async () => {
+    const root = await hive();
+    const log = new SendLog(root);
+    await log.append([msg(1), msg(2), msg(3)]);
+    const source = new SendLogSource(root);
+    expect(source.pending('client', 10).map((i) => i.ref)).toEqual(['#1', '#2', '#3']);
+    source.settle('client', ['#2', '#3']); // #1's reject failed: it must come back
+    expect(readSendRouted(root, 'client')).toBe(0);
+    expect(source.pending('client', 10).map((i) => i.ref)).toEqual(['#1', '#2', '#3']);
+    source.settle('client', ['#1']);
+    expect(readSendRouted(root, 'client')).toBe(3);
+    source.close();
+    for (const junk of ['', 'not json', '{"seq":"x"}']) {
+      fs.writeFileSync(path.join(agentPaths(root, 'client').sendLog, '.routed'), junk);
+      expect(readSendRouted(root, 'client')).toBe(0);
+      expect(drain(root)).toHaveLength(3);
+    }
+    await log.close();
+    await new SendLog(root).recover(['client']); // starts with a junk mark too
   });
 
   it('the filesystem transport hands send log entries to the router beside outbox files, and a bad line goes to dead-letter', async () => {

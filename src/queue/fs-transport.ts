@@ -120,12 +120,11 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     },
     async settle(sender: string, refs: string[]) {
       const files: string[] = [];
-      let logged = 0;
+      const logged: string[] = [];
       for (const ref of refs) {
         const mark = parseCommitRef(ref);
-        const seq = parseSendRef(ref);
-        if (seq !== null) {
-          logged = Math.max(logged, seq);
+        if (parseSendRef(ref) !== null) {
+          logged.push(ref);
           handedOut.delete(`${sender}/${ref}`);
         } else if (!mark) files.push(ref);
         else {
@@ -133,7 +132,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
           handedOut.delete(`${sender}/${ref}`);
         }
       }
-      if (logged > 0) sendLog.settle(sender, `#${logged}`);
+      if (logged.length > 0) sendLog.settle(sender, logged);
       if (files.length > 0) markSent(root, sender, files, sentCap);
     },
     async reject(sender: string, ref: string, reason: DeadLetterReason) {
@@ -145,7 +144,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
         deadLetterData(root, message ? `${message.id}.json` : `sendlog-${sender}-${seq}.json`, text, reason, { exactName: true });
         handedOut.delete(key);
         rejectedLines.delete(key);
-        sendLog.settle(sender, ref);
+        sendLog.settle(sender, [ref]);
         return;
       }
       const mark = parseCommitRef(ref);

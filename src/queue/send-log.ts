@@ -32,8 +32,17 @@ export function sendLogPlace(root: string, sender: string): LogPlace {
 
 /** The seq through which the router has routed `sender`'s send log (0: nothing yet). */
 export function readSendRouted(root: string, sender: string): number {
-  const v = readJsonFile<{ seq?: unknown }>(path.join(agentPaths(root, sender).sendLog, ROUTED_NAME));
-  return typeof v?.seq === 'number' && Number.isSafeInteger(v.seq) && v.seq > 0 ? v.seq : 0;
+  const file = path.join(agentPaths(root, sender).sendLog, ROUTED_NAME);
+  let v: { seq?: unknown } | undefined;
+  try {
+    // A regular file only; junk, an empty file (a power cut) or anything else reads as 0:
+    // the router routes the log again and the inboxes drop what they hold.
+    v = fs.lstatSync(file).isFile() ? readJsonFile<{ seq?: unknown }>(file) : undefined;
+  } catch {
+    v = undefined;
+  }
+  const seq = v?.seq;
+  return typeof seq === 'number' && Number.isSafeInteger(seq) && seq > 0 ? seq : 0;
 }
 
 /**
@@ -45,6 +54,8 @@ export class SendLog {
   /** Per sender: messages waiting for the flush in progress to end, and their callers. */
   private readonly waiting = new Map<string, { messages: HiveMessage[]; done: { resolve: () => void; reject: (e: unknown) => void }[] }>();
   private readonly busy = new Set<string>();
+  private readonly flushing = new Set<Promise<void>>();
+  private closed = false;
 
   constructor(private readonly root: string) {}
 
@@ -60,10 +71,18 @@ export class SendLog {
    * log is not a folder (a symlink or a FIFO someone put there is never written through).
    */
   async send(message: HiveMessage): Promise<void> {
+    if (this.closed) {
+      writeOutbox(this.root, [message]);
+      return;
+    }
     try {
       await this.append([message]);
     } catch (err) {
-      if (!(err instanceof HiveError) || err.code !== 'E_NOT_REGULAR') throw err;
+      // The folder is not one (E_NOT_REGULAR), or was replaced after it was opened (E_UNKNOWN_AGENT from the writer).
+      if (!(err instanceof HiveError) || (err.code !== 'E_NOT_REGULAR' && err.code !== 'E_UNKNOWN_AGENT')) throw err;
+      this.writers.get(message.from)?.close();
+      this.writers.delete(message.from);
+      if (!isRealDirectory(agentPaths(this.root, message.from).dir)) throw err;
       appendEvent(this.root, { type: 'sendlog.refused', agent: message.from, error: err.message });
       writeOutbox(this.root, [message]);
     }
@@ -82,7 +101,10 @@ export class SendLog {
       if (!w) this.waiting.set(sender, (w = { messages: [], done: [] }));
       w.messages.push(...messages);
       w.done.push({ resolve, reject });
-      if (!this.busy.has(sender)) void this.drain(sender);
+      if (this.busy.has(sender)) return;
+      const run = this.drain(sender);
+      this.flushing.add(run);
+      void run.finally(() => this.flushing.delete(run));
     });
   }
 
@@ -92,6 +114,10 @@ export class SendLog {
     try {
       for (let w = this.waiting.get(sender); w; w = this.waiting.get(sender)) {
         this.waiting.delete(sender);
+        if (this.closed) {
+          for (const d of w.done) d.reject(new HiveError('E_STOPPED', 'The send log is closed (the supervisor stopped)'));
+          continue;
+        }
         try {
           await this.writerOf(sender).append(w.messages);
           for (const d of w.done) d.resolve();
@@ -111,10 +137,12 @@ export class SendLog {
     if (!isRealDirectory(p.dir)) throw new HiveError('E_UNKNOWN_AGENT', `Sender "${sender}" has no agent folder at ${p.dir}`);
     try {
       fs.mkdirSync(p.sendLog, { mode: hiveModes().dir });
-      fsyncDir(p.dir); // the new folder's name is durable before anything in it is acknowledged
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
+    // The folder's name is durable before anything in it is acknowledged (at every open:
+    // a kill between a mkdir and its flush leaves a folder whose name is not).
+    fsyncDir(p.dir);
     if (!isRealDirectory(p.sendLog)) throw new HiveError('E_NOT_REGULAR', `agents/${sender}/sendlog is not a folder (a symlink or a file is never written through)`);
     this.writers.set(sender, (w = new InboxWriter(this.root, sender, { place: sendLogPlace(this.root, sender) })));
     return w;
@@ -131,7 +159,10 @@ export class SendLog {
     }
   }
 
-  close(): void {
+  /** Waits for the flushes under way, then closes; later sends are outbox files (see `send`). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([...this.flushing]);
     for (const w of this.writers.values()) w.close();
     this.writers.clear();
   }
@@ -169,13 +200,27 @@ export class SendLogSource {
     return items.sort((a, b) => a.seq - b.seq);
   }
 
-  /** Marks entries through the one `ref` names as routed. */
-  settle(sender: string, ref: string): void {
-    const seq = parseSendRef(ref);
-    if (seq === null || seq <= this.routedOf(sender)) return;
+  /**
+   * Marks entries as routed. The mark only moves over a run without holes: an entry whose
+   * settle or reject failed (a dead-letter write that threw) is handed out again, and the
+   * ones after it with it (the inboxes drop those as duplicates).
+   */
+  settle(sender: string, refs: string[]): void {
+    const done = this.done.get(sender) ?? new Set<number>();
+    for (const ref of refs) {
+      const seq = parseSendRef(ref);
+      if (seq !== null && seq > this.routedOf(sender)) done.add(seq);
+    }
+    let seq = this.routedOf(sender);
+    while (done.delete(seq + 1)) seq += 1;
+    this.done.set(sender, done);
+    if (seq === this.routedOf(sender)) return;
     this.routed.set(sender, seq);
     this.marks.write(path.join(agentPaths(this.root, sender).sendLog, ROUTED_NAME), { seq });
   }
+
+  /** Per sender: seqs settled beyond a hole. */
+  private readonly done = new Map<string, Set<number>>();
 
   private routedOf(sender: string): number {
     let r = this.routed.get(sender);

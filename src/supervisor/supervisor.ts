@@ -216,7 +216,7 @@ export class Supervisor {
     await this.leases?.halt(); // no lease taken while stopping
     await this.router.stop();
     await this.agents.stopAll();
-    this.sendLog?.close();
+    await this.sendLog?.close(); // waits for the flushes under way
     this.sendLog = null; // sends after the stop are outbox files: the lock is given up below
     await this.leases?.stop(); // given back once the agents are stopped: another machine takes them at once
     this.godInbox?.close();
