@@ -91,7 +91,11 @@ export class SendLog {
   /** Durably appends messages (grouped by sender); resolves once they are on stable storage. */
   append(messages: HiveMessage[]): Promise<void> {
     const bySender = new Map<string, HiveMessage[]>();
-    for (const m of messages) bySender.set(m.from, [...(bySender.get(m.from) ?? []), m]);
+    for (const m of messages) {
+      const list = bySender.get(m.from);
+      if (list) list.push(m);
+      else bySender.set(m.from, [m]);
+    }
     return Promise.all([...bySender].map(([sender, ms]) => this.enqueue(sender, ms))).then(() => undefined);
   }
 
