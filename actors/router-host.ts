@@ -75,7 +75,7 @@ const machine = routerMachine.provide({
       const latenciesMs: number[] = [];
       // Route spans by message id, ended when every recipient has it (or at the end of the pass).
       const routeSpans = new Map<string, { span: Span | null; left: number }>();
-      const senders = pending.take();
+      const senders = pending.take(directory().senders);
       const report = await routeOnce({
         root: init.root,
         transport,
@@ -131,7 +131,7 @@ const machine = routerMachine.provide({
         // Files caught mid-write: look again shortly, every sender (cheap, and rare).
         setTimeout(() => outboxChanged(), 300).unref();
       }
-      return { delivered: report.delivered.length, rejected: report.rejected.length, more: report.more };
+      return { delivered: report.delivered.length, rejected: report.rejected.length, more: report.more || (report.shortage === undefined && pending.sweeping()) };
     }),
   },
 });
@@ -231,8 +231,7 @@ const api: RouterHostApi = {
       stopMirror = await startMemoryMirror(init.root, js.files, [...directory().all], (agent) => emit({ type: 'memory.mirrored', agent }));
     }
     poll = setInterval(() => {
-      pending.mark();
-      actor.send({ type: 'hive.router.poll' });
+      if (pending.poll(directory().senders)) actor.send({ type: 'hive.router.poll' });
     }, settings.pollMs);
   },
   kick(senders) {

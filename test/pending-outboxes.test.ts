@@ -1,32 +1,73 @@
 import { describe, expect, it } from 'vitest';
 import { PendingOutboxes } from '../src/router/pending-outboxes.ts';
 
+const ids = (n: number) => new Set(Array.from({ length: n }, (_, i) => `a-${i}`));
+
 describe('router: pending outboxes', () => {
   it('a start reads every outbox; a sender already queued needs no second request; a pass takes the queue', () => {
     const p = new PendingOutboxes();
+    const all = new Set(['alice', 'bob', 'carol']);
     expect(p.due('alice')).toBe(true); // the first pass reads every outbox
     expect(p.mark(['alice'])).toBe(false);
-    expect(p.take()).toBeUndefined();
+    expect([...p.take(all)].sort()).toEqual(['alice', 'bob', 'carol']);
+    expect(p.sweeping()).toBe(false);
     expect(p.due('alice')).toBe(false);
 
     expect(p.mark(['alice'])).toBe(true); // a pass must be asked for
     expect(p.mark(['alice'])).toBe(false); // …once
     expect(p.mark(['alice', 'bob'])).toBe(true); // bob is new
-    expect([...p.take()!].sort()).toEqual(['alice', 'bob']);
+    expect([...p.take(all)].sort()).toEqual(['alice', 'bob']);
 
     // After a pass took the queue, the same sender needs a new request.
     expect(p.mark(['alice'])).toBe(true);
-    expect(p.mark()).toBe(true); // the poll: every outbox, always a request
+    expect(p.mark()).toBe(true); // every outbox, always a request
     expect(p.due('carol')).toBe(true);
-    expect(p.take()).toBeUndefined();
+    expect([...p.take(all)].sort()).toEqual(['alice', 'bob', 'carol']);
   });
 
   it('senders a pass left unfinished stay queued without a request (the pass goes again itself)', () => {
     const p = new PendingOutboxes();
-    p.take();
+    p.take(new Set());
     p.keep(['alice']);
     expect(p.due('alice')).toBe(true);
     expect(p.mark(['alice'])).toBe(false);
-    expect([...p.take()!]).toEqual(['alice']);
+    expect([...p.take(new Set(['alice', 'bob']))]).toEqual(['alice']);
+  });
+
+  it('a sweep of every outbox goes a slice per pass, and a sender that asks is in the very next pass', () => {
+    const all = ids(1_000);
+    const p = new PendingOutboxes({ sweepSlice: 100 });
+    const first = p.take(all);
+    expect(first.size).toBe(100);
+    expect(p.sweeping()).toBe(true);
+    expect(p.due('a-999')).toBe(true); // still to come in this sweep: no request needed
+    expect(p.mark(['a-999'])).toBe(false);
+    p.mark(['client']);
+    const second = p.take(all);
+    expect(second.has('client')).toBe(true);
+    expect(second.size).toBe(101);
+    const seen = new Set([...first, ...second]);
+    while (p.sweeping()) for (const s of p.take(all)) seen.add(s);
+    expect(seen.size).toBe(1_001); // every outbox once, and the client
+  });
+
+  it('the safety poll reads every outbox of a small hive, and a rotating share of a large one', () => {
+    const small = new PendingOutboxes({ pollSlice: 512 });
+    small.take(ids(10));
+    expect(small.poll(ids(10))).toBe(true);
+    expect(small.take(ids(10)).size).toBe(10);
+
+    const all = ids(2_000);
+    const big = new PendingOutboxes({ sweepSlice: 10_000, pollSlice: 500 });
+    big.take(all);
+    const read = new Map<string, number>();
+    for (let tick = 0; tick < 8; tick++) {
+      expect(big.poll(all)).toBe(true);
+      const taken = big.take(all);
+      expect(taken.size).toBe(500); // bounded per tick, whatever the hive's size
+      for (const s of taken) read.set(s, (read.get(s) ?? 0) + 1);
+    }
+    expect(read.size).toBe(2_000); // in 4 ticks every outbox was read, in 8 each twice
+    expect([...read.values()].every((n) => n === 2)).toBe(true);
   });
 });

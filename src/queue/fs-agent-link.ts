@@ -7,6 +7,10 @@ import { commitCursor } from './cursor.ts';
 import { InboxReader, type InboxEntry } from './inbox.ts';
 import type { AgentLink, RestoredAgent } from './transport.ts';
 import { HiveError } from '../errors.ts';
+import { SYNCED_NAME } from './inbox-log.ts';
+import { agentPaths } from '../layout/paths.ts';
+import fs from 'node:fs';
+import path from 'node:path';
 
 export interface FsAgentLinkOptions {
   /** How often the link tells its listener to look for work without being told of any (ms). */
@@ -15,6 +19,9 @@ export interface FsAgentLinkOptions {
 
 /** How long after a commit `cursor.json` (a mirror for people and tools) is rewritten. */
 const MIRROR_DELAY_MS = 250;
+
+/** A poll tells its listeners of work at least every this many ticks, changed or not. */
+const POLL_ANYWAY_EVERY = 15;
 
 /**
  * An agent's side of the filesystem transport (docs/architecture.md, "Transport"): its
@@ -68,7 +75,7 @@ export class FsAgentLink implements AgentLink {
 
   onWork(listener: () => void): () => void {
     this.listeners.add(listener);
-    this.poll ??= unref(setInterval(() => this.notify(), this.options.pollMs));
+    this.poll ??= unref(setInterval(() => this.pollTick(), this.options.pollMs));
     return () => {
       this.listeners.delete(listener);
       if (this.listeners.size === 0 && this.poll) {
@@ -81,6 +88,30 @@ export class FsAgentLink implements AgentLink {
   /** Tells the listeners there may be work (a delivery, the router's wake). */
   notify(): void {
     for (const l of this.listeners) l();
+  }
+
+  private polled = '';
+  private ticks = 0;
+
+  /**
+   * The safety poll. An idle agent costs one lstat of `inbox/.synced` per tick (rewritten
+   * at every delivery): its listeners hear of work when it changed, and every
+   * POLL_ANYWAY_EVERY ticks regardless. Waking every idle agent's machine to read its
+   * inbox each tick was most of what 10,000 idle agents cost (bench:scale, --cpu-prof).
+   */
+  private pollTick(): void {
+    let seen: string;
+    try {
+      const st = fs.lstatSync(path.join(agentPaths(this.root, this.agentId).inbox, SYNCED_NAME), { bigint: true });
+      seen = `${st.ino}:${st.mtimeNs}:${st.size}`;
+    } catch {
+      seen = 'none';
+    }
+    const due = seen !== this.polled || ++this.ticks >= POLL_ANYWAY_EVERY;
+    this.polled = seen;
+    if (!due) return;
+    this.ticks = 0;
+    this.notify();
   }
 
   close(): void {

@@ -1,44 +1,106 @@
 /**
  * Which outboxes the router reads in its next pass. Senders report their writes (a kick),
- * file events name the folder; the safety poll and a (re)start read every outbox.
+ * file events name the folder; a (re)start reads every outbox, and the safety poll reads
+ * a rotating share of them.
  *
  * `mark()` answers whether the caller must still ask for a pass. Every mark that answers
  * true is followed by an event that starts a pass (or makes the running one go again),
- * and a pass `take()`s the set when it begins; so a sender already in the set will be
- * read, and another event for it changes nothing. Under load most file events and kicks
- * name a sender already queued; dropping them spares a stat and an XState event each
- * (a large share of the router thread at saturation, in a --cpu-prof profile).
+ * and a pass `take()`s what is due when it begins; so a sender already due will be read,
+ * and another event for it changes nothing. Under load most file events and kicks name a
+ * sender already queued; dropping them spares a stat and an XState event each (a large
+ * share of the router thread at saturation, in a --cpu-prof profile).
+ *
+ * Cost grows with traffic, not with the hive's size (docs/architecture.md, "Idle agents
+ * cost nothing"): a sweep of every outbox is read `sweepSlice` senders per pass, with the
+ * senders that asked always in the next pass, so a request sent while a start's sweep of
+ * 10,000 outboxes is under way waits for one slice, not for the sweep. The poll adds
+ * `pollSlice` senders per tick in rotation instead of all of them: a hive of 10,000 idle
+ * agents costs a few hundred directory reads per tick, not 10,000.
  */
+export interface PendingOutboxesOptions {
+  /** At most this many senders of a sweep per pass (default 256). */
+  sweepSlice?: number;
+  /** Senders the safety poll adds per tick, in rotation (default 512). */
+  pollSlice?: number;
+}
+
 export class PendingOutboxes {
-  private senders = new Set<string>();
-  private all = true;
+  /** Senders that asked (kicks, file events, unfinished batches). */
+  private asked = new Set<string>();
+  /** True until a pass expands "every outbox" into `sweep` (it needs the directory). */
+  private sweepAll = true;
+  /** Senders of a sweep not read yet, in order. */
+  private sweep = new Set<string>();
+  /** Where the poll's rotation stands. */
+  private pollAt = 0;
+  private readonly sweepSlice: number;
+  private readonly pollSlice: number;
+
+  constructor(options: PendingOutboxesOptions = {}) {
+    this.sweepSlice = options.sweepSlice ?? 256;
+    this.pollSlice = options.pollSlice ?? 512;
+  }
 
   /** True when a pass will read `sender`'s outbox without being asked again. */
   due(sender: string): boolean {
-    return this.all || this.senders.has(sender);
+    return this.sweepAll || this.asked.has(sender) || this.sweep.has(sender);
   }
 
   /** Queues `senders` (none: every outbox); true when a pass must be requested for them. */
   mark(senders?: readonly string[]): boolean {
     if (!senders) {
-      this.all = true;
+      this.sweepAll = true;
       return true;
     }
     if (senders.every((s) => this.due(s))) return false;
-    for (const s of senders) this.senders.add(s);
+    for (const s of senders) this.asked.add(s);
     return true;
+  }
+
+  /**
+   * The safety poll: the next `pollSlice` of `all` (in rotation) join the sweep. True when
+   * a pass must be requested (some of them were not due already).
+   */
+  poll(all: ReadonlySet<string>): boolean {
+    const ids = [...all];
+    if (ids.length === 0) return false;
+    if (ids.length <= this.pollSlice) return this.mark();
+    let added = false;
+    for (let i = 0; i < this.pollSlice; i++) {
+      const id = ids[(this.pollAt + i) % ids.length]!;
+      if (this.due(id)) continue;
+      this.sweep.add(id);
+      added = true;
+    }
+    this.pollAt = (this.pollAt + this.pollSlice) % ids.length;
+    return added;
   }
 
   /** Queues senders a pass left unfinished (the pass itself goes again: no request). */
   keep(senders: readonly string[]): void {
-    for (const s of senders) this.senders.add(s);
+    for (const s of senders) this.asked.add(s);
   }
 
-  /** What a pass begins with: the senders to read, or `undefined` for every outbox. */
-  take(): Set<string> | undefined {
-    const taken = this.all ? undefined : this.senders;
-    this.all = false;
-    this.senders = new Set();
+  /** True while a sweep has senders left: the pass that took a slice must go again. */
+  sweeping(): boolean {
+    return this.sweepAll || this.sweep.size > 0;
+  }
+
+  /** What a pass begins with: the senders that asked, and the next slice of a sweep over `all`. */
+  take(all: Iterable<string>): Set<string> {
+    if (this.sweepAll) {
+      this.sweepAll = false;
+      for (const s of all) this.sweep.add(s);
+    }
+    const taken = this.asked;
+    this.asked = new Set();
+    for (const s of taken) this.sweep.delete(s);
+    let n = 0;
+    for (const s of this.sweep) {
+      if (n++ >= this.sweepSlice) break;
+      taken.add(s);
+      this.sweep.delete(s);
+    }
     return taken;
   }
 }
