@@ -84,8 +84,9 @@ const rows: [string, string, string][] = [
   ['cold start, 100 agents (one worker each)', `${h.coldStart?.readyMs ?? '?'} ms${range('bench-hive.ts', (r) => r.coldStart?.readyMs)}`, '≤ 10 s'],
   ['RSS per agent (one worker each)', `${h.rssPerAgentMB ?? '?'} MB`, '≤ 30 MB'],
   ['recovery after supervisor SIGKILL, 100 agents', `median ${s.recovery?.killToReadyMs?.median ?? '?'} ms${range('bench-scale.ts', (r) => r.recovery?.killToReadyMs?.median)}`, '≤ 2 s'],
-  ['1,000 agents (pooled hosts): start → ready', `${s.thousandAgents?.startToReadyMs ?? '?'} ms`, '—'],
-  ['1,000 agents: total RSS', `${s.thousandAgents?.totalRssMiB ?? '?'} MiB`, '≤ 3 GiB'],
+  ['10,000 agents (100 per worker): start → ready', `${s.bigHive?.startToReadyMs ?? '?'} ms`, '≤ 20 s'],
+  ['10,000 agents: requests after ready, p50 / max', `${s.bigHive?.requestsAfterReadyMs?.p50 ?? '?'} / ${s.bigHive?.requestsAfterReadyMs?.max ?? '?'} ms`, 'max ≤ 50 ms'],
+  ['10,000 agents: peak RSS', `${s.bigHive?.peakRssMiB ?? '?'} MiB`, '≤ 3 GiB'],
 ];
 for (const name of ['hive', 'sqlite', 'redis']) {
   const sys = p.systems?.[name];

@@ -3,6 +3,7 @@ import type { ActorContextSummary, AgentSettings, HostedAgentSpec } from '../pro
 import type { BrainSpec, HiveConfig } from '../config/schema.ts';
 import type { RegistryEntry } from '../registry/registry.ts';
 import { PASSIVE_KINDS } from '../brains/create.ts';
+import { RESERVED_IDS } from '../protocol/agent-id.ts';
 import { committedCursor } from '../queue/committed-cursor.ts';
 import type { TurnClock } from '../agent/turn-clock.ts';
 import path from 'node:path';
@@ -81,4 +82,14 @@ export function agentRow(root: string, r: AgentRecord, host: { state(): string; 
     busyMs: started !== null ? Math.max(0, Date.now() - started) : null,
     machine: r.context?.machine ? valueText(r.context.machine.value) : r.brain.kind === 'machine' ? offlineMachineState(root, r.entry.id) : null,
   };
+}
+
+/** How start() and spawn() report an agent whose brain cannot be started. */
+export function failureOf(r: AgentRecord): string {
+  return `Agent "${r.entry.id}": ${r.problem}`;
+}
+
+/** An agent the supervisor runs: active (or failed: a new start tries again), not passive, not reserved. */
+export function isRunnable(entry: RegistryEntry, brain: BrainSpec): boolean {
+  return (entry.status === 'active' || entry.status === 'failed') && !PASSIVE_KINDS.has(brain.kind) && !RESERVED_IDS.has(entry.id);
 }

@@ -305,6 +305,11 @@ export class Supervisor {
     return this.agents.withPaused(agentId, fn);
   }
 
+  /** The agents that `status()` lists as kind 'agent', counted without reading their inboxes. */
+  agentCount(): number {
+    return this.agents.agentCount();
+  }
+
   status(): ActorStatus[] {
     return [this.router.statusRow(), ...this.memory.status(), ...this.agents.statusRows()];
   }

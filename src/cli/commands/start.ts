@@ -92,7 +92,7 @@ export const startCommand: Command = {
     const cluster = config.cluster ? readClusterFile(hive.root) : null;
     if (cluster && json) emit('cluster', { host: cluster.host, serverVersion: cluster.serverVersion, replicas: cluster.replicas, warnings: cluster.warnings });
     else if (cluster) for (const w of cluster.warnings) io.err(painter(io.colour?.err ?? false)('yellow', `hive: cluster warning: ${w}\n`));
-    const agents = hive.status().filter((s) => s.kind === 'agent').length;
+    const agents = hive.supervisor.agentCount(); // status() reads every inbox: seconds at 10,000 agents
     const seen = inspector ? ` inspector=${inspector.url}` : '';
     if (json) emit('ready', { root: hive.root, agents, pid: process.pid, ...(inspector ? { inspector: inspector.url } : {}) });
     else io.out(`hive ready: root=${hive.root} agents=${agents} pid=${process.pid}${seen} (Ctrl-C to stop)\n`);
