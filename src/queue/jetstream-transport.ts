@@ -158,14 +158,20 @@ export async function createJetStreamTransport(options: JetStreamTransportOption
   return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, new FencedFiles(filesKv), p, replicas, options.duplicateWindowMs, options.pollMs ?? 2_000);
 }
 
-/** Runs `step` again while JetStream says it is not ready yet (a cluster electing its leader), up to 30 s. */
+/**
+ * Runs `step` again while JetStream says it is not ready yet (a cluster electing its
+ * leader), or while another machine creates the same stream at the same moment (the
+ * loser of that race hears "subjects overlap"; seen in npm test, two routers starting
+ * together; tried again, it finds the stream the winner made), up to 30 s.
+ */
 export async function whileStarting<T>(step: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     try {
       return await step();
     } catch (err) {
-      if (Date.now() > deadline || !isUnreachable(err)) throw err;
+      const racedCreate = err instanceof JetStreamApiError && /subjects overlap with an existing stream/i.test(err.message);
+      if (Date.now() > deadline || !(isUnreachable(err) || racedCreate)) throw err;
       await new Promise((r) => setTimeout(r, 250));
     }
   }
