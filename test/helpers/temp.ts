@@ -18,5 +18,6 @@ export function tempRoot(): string {
 }
 
 afterEach(() => {
-  for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+  // A worker still winding down may write one last file while the folder goes (ENOTEMPTY, seen in CI): rm retries.
+  for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 });
