@@ -46,7 +46,11 @@ export class FsAgentLink implements AgentLink {
     private readonly onClose: () => void = () => undefined,
   ) {
     this.reader = new InboxReader(root, agentId);
+    this.syncedFile = path.join(agentPaths(root, agentId).inbox, SYNCED_NAME);
   }
+
+  /** `inbox/.synced`, rewritten at every delivery: what the poll looks at. */
+  private readonly syncedFile: string;
 
   async restore(): Promise<RestoredAgent> {
     const restored = restoreAgentState(this.root, this.agentId);
@@ -102,7 +106,7 @@ export class FsAgentLink implements AgentLink {
   private pollTick(): void {
     let seen: string;
     try {
-      const st = fs.lstatSync(path.join(agentPaths(this.root, this.agentId).inbox, SYNCED_NAME), { bigint: true });
+      const st = fs.lstatSync(this.syncedFile, { bigint: true });
       seen = `${st.ino}:${st.mtimeNs}:${st.size}`;
     } catch {
       seen = 'none';
