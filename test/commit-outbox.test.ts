@@ -9,7 +9,7 @@ import { spillUnrouted } from '../src/agent/spill.ts';
 import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { DEFAULT_ROUTER_SETTINGS, routeOnce } from '../src/router/route.ts';
 import { listInbox } from '../src/queue/inbox.ts';
-import { readRouted } from '../src/queue/commit-outbox.ts';
+import { CommitLogTail, readRouted } from '../src/queue/commit-outbox.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import type { PersistedAgentContext } from '../machines/agent.ts';
 
@@ -99,5 +99,30 @@ describe('the commit record as the outbox', () => {
     const got = listInbox(root, 'b').map((e) => e.id);
     expect(new Set(got).size).toBe(got.length);
     expect([...got].sort()).toEqual(all.map((m) => m.id).sort());
+  });
+
+  it('the router\'s tail of a log reads each commit once, in order, across many wraps, never stopping at the older lines past the newest', async () => {
+    const root = await hive();
+    // 4 KiB log, lines of 0.5-1 KiB: a wrap every few commits, older lines left past the write offset;
+    // a burst of 3 lines never reaches a line of its own burst (no spill needed here).
+    const store = new StateStore(root, 'a', 0, 4096);
+    const tail = new CommitLogTail(root, 'a');
+    let seed = 7;
+    const rand = (n: number) => (seed = (seed * 16807) % 2147483647) % n;
+    const seen: number[] = [];
+    let routed = 1;
+    for (let commit = 1; commit <= 400; ) {
+      const burst = 1 + rand(3); // the router reads after 1-3 commits (the log holds at least 2 lines)
+      for (let k = 0; k < burst && commit <= 400; k++, commit++) {
+        const ctx = { ...context(commit), brainState: { pad: 'x'.repeat(150 + rand(500)) } };
+        store.append(ctx, [note(commit)]);
+      }
+      const through = commit - 1;
+      const records = tail.records(through, routed).filter((r) => r.commit <= through && r.commit >= routed);
+      for (const r of records) seen.push(r.commit);
+      routed = through + 1;
+    }
+    store.close();
+    expect(seen).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
   });
 });

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import { createHash } from 'node:crypto';
 import { agentPaths } from '../layout/paths.ts';
 import { fsyncDir, readJsonFile, syncFd, writeJsonAtomic } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
@@ -8,6 +7,9 @@ import type { PersistedAgentContext } from '../../machines/agent.ts';
 import { hiveModes } from '../fs/modes.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
 import { MarkerFile } from '../fs/marker.ts';
+import { decodeCommitLinesAt, encodeCommitLine, type SessionTurn, type StateFile } from './commit-line.ts';
+
+export { encodeCommitLine, decodeCommitLines, decodeCommitLinesAt, decodeCommitRun, type SessionTurn, type StateFile } from './commit-line.ts';
 
 /**
  * An agent's committed state: `state.json` (a checkpoint, replaced atomically) plus
@@ -27,63 +29,6 @@ import { MarkerFile } from '../fs/marker.ts';
  * starts again at offset 0; older lines carry commit numbers ≤ the checkpoint's and are
  * skipped.
  */
-
-export interface StateFile {
-  version: 1;
-  agent: string;
-  /** Monotonic commit number. */
-  commit: number;
-  cursor: number;
-  snapshot: { value: string; context: PersistedAgentContext };
-  lastTurn: {
-    cursor: number;
-    messages: HiveMessage[];
-    /** What the turn adds to the conversation (conversational brains): restore adds it when history.json fell behind. */
-    session?: SessionTurn[];
-  };
-  committed_at: string;
-}
-
-/** One exchange of a conversational brain's turn, as its session records it. */
-export interface SessionTurn {
-  user: string;
-  assistant: string | null;
-}
-
-function digest(json: string): string {
-  return createHash('sha256').update(json).digest('hex').slice(0, 16);
-}
-
-/** One commit as its line in state.wal: `<digest> <json>\n`. */
-export function encodeCommitLine(record: StateFile): Buffer {
-  const json = JSON.stringify(record);
-  return Buffer.from(`${digest(json)} ${json}\n`);
-}
-
-/** Every valid commit line of `buf` (a state.wal), in file order. */
-export function decodeCommitLines(buf: Buffer, agentId: string): StateFile[] {
-  return decodeCommitLinesAt(buf, agentId).map((l) => l.record);
-}
-
-/** `decodeCommitLines` with each line's end offset in `buf`. */
-export function decodeCommitLinesAt(buf: Buffer, agentId: string): { record: StateFile; end: number }[] {
-  const out: { record: StateFile; end: number }[] = [];
-  let start = 0;
-  while (start < buf.length) {
-    let nl = buf.indexOf(10, start);
-    if (nl < 0) nl = buf.length;
-    if (nl - start > 17 && buf[start] !== 0) {
-      const line = buf.toString('utf8', start, nl);
-      const json = line.slice(17);
-      if (line[16] === ' ' && digest(json) === line.slice(0, 16)) {
-        const record = JSON.parse(json) as StateFile;
-        if (record.agent === agentId) out.push({ record, end: nl + 1 });
-      }
-    }
-    start = nl + 1;
-  }
-  return out;
-}
 
 interface WalScan {
   best: StateFile | undefined;
@@ -157,9 +102,10 @@ export class StateStore {
   /**
    * `beforeWrap` runs before a checkpoint lets the log be written over from its start (the
    * actor writes the messages the router has not routed yet as outbox files there) and
-   * returns how many it had to write: when it had to, the log doubles (up to 1 MiB) at that
-   * checkpoint, so a busy agent's log holds what the router has yet to read, and an idle
-   * one stays small. `walBytes` (default: the log's present size, else 64 KiB) fixes the size.
+   * returns how far behind the router was (messages written, or waited for): when it was,
+   * the log doubles (up to 1 MiB) at that checkpoint, so a busy agent's log holds what the
+   * router has yet to read, and an idle one stays small. `walBytes` (default: the log's
+   * present size, else 64 KiB) fixes the size.
    */
   constructor(
     private readonly root: string,
@@ -173,6 +119,24 @@ export class StateStore {
     this.committed = new MarkerFile(this.p.committed, 64);
     this.fixedSize = walBytes !== undefined;
     this.walBytes = walBytes ?? presentWalSize(this.p.stateWal);
+    this.emitted = lastCommit === 0 ? null : undefined;
+  }
+
+  /**
+   * The router's mark (agents/<id>/routed) at which every message committed so far is
+   * routed: null when no commit held one, undefined when unknown (commits made before this
+   * store was opened may hold some).
+   */
+  emittedThrough(): { commit: number; index: number } | null | undefined {
+    return this.emitted;
+  }
+
+  private emitted: { commit: number; index: number } | null | undefined;
+  private lastLineBytes = 0;
+
+  /** True when the next commit, if as long as the last, will not fit: the log is about to wrap. */
+  nearWrap(): boolean {
+    return this.lastLineBytes > 0 && this.offset + Math.ceil(this.lastLineBytes * 1.25) > this.walBytes;
   }
 
   private readonly fixedSize: boolean;
@@ -206,20 +170,27 @@ export class StateStore {
     // Numbered once written: a write that fails (a full disk) and is tried again keeps its number.
     const record = this.record(next, messages, session);
     const line = encodeCommitLine(record);
+    this.lastLineBytes = line.length;
     if (line.length > this.walBytes / 2) {
       this.checkpoint(record);
-      return record;
+      return this.written(record);
     }
     const fd = this.open();
     if (this.offset + line.length > this.walBytes) {
       this.checkpoint(record);
-      return record;
+      return this.written(record);
     }
     fs.writeSync(fd, line, 0, line.length, this.offset);
     syncFd(fd, true);
     this.offset += line.length;
     this.commit = record.commit;
     this.markCommitted(record.commit);
+    return this.written(record);
+  }
+
+  private written(record: StateFile): StateFile {
+    const count = record.lastTurn.messages.length;
+    if (count > 0) this.emitted = { commit: record.commit, index: count };
     return record;
   }
 

@@ -107,6 +107,49 @@ function problemsOf(error: { issues: z.core.$ZodIssue[] }, input: unknown): Fiel
   });
 }
 
+const DATETIME_PATTERN = z.core.regexes.datetime({ offset: true });
+const ACT_SET: ReadonlySet<string> = new Set(ACTS);
+const isMessageId = (v: unknown): v is string => typeof v === 'string' && MESSAGE_ID_PATTERN.test(v);
+
+/**
+ * The schema's result for a message every field of which is plainly valid, in a fraction
+ * of the schema's time (zod was a third of an agent's CPU per pair in bench:peers), or null
+ * for anything else: `parseMessage` then asks the schema, which decides and explains. It
+ * accepts only what the schema accepts and builds the same message (test/message-fast-path.test.ts).
+ */
+export function parseWellFormed(input: unknown): HiveMessage | null {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return null;
+  const m = input as Record<string, unknown>;
+  const { id, conversation, in_reply_to, from, to, act, subject, body, hops, requires_reply, needs_human, created_at, traceparent } = m;
+  if (!isAgentId(from) || !isAgentId(to) || typeof act !== 'string' || !ACT_SET.has(act)) return null;
+  if (typeof body !== 'string' || body.length > MAX_BODY_CHARS) return null;
+  if (id !== undefined && !isMessageId(id)) return null;
+  if (conversation !== undefined && !isMessageId(conversation)) return null;
+  if (in_reply_to !== undefined && in_reply_to !== null && !isMessageId(in_reply_to)) return null;
+  if (subject !== undefined && (typeof subject !== 'string' || subject.length > MAX_SUBJECT_CHARS)) return null;
+  if (hops !== undefined && !(Number.isSafeInteger(hops) && (hops as number) >= 0)) return null;
+  if (requires_reply !== undefined && typeof requires_reply !== 'boolean') return null;
+  if (needs_human !== undefined && typeof needs_human !== 'boolean') return null;
+  if (created_at !== undefined && !(typeof created_at === 'string' && DATETIME_PATTERN.test(created_at))) return null;
+  if (traceparent !== undefined && !(typeof traceparent === 'string' && TRACEPARENT_PATTERN.test(traceparent))) return null;
+  const messageId = (id as string | undefined) ?? newId();
+  const message: HiveMessage = {
+    id: messageId,
+    conversation: (conversation as string | undefined) ?? messageId,
+    in_reply_to: (in_reply_to as string | null | undefined) ?? null,
+    from,
+    to,
+    act: act as Act,
+    subject: (subject as string | undefined) ?? '',
+    body,
+    hops: (hops as number | undefined) ?? 0,
+    requires_reply: (requires_reply as boolean | undefined) ?? REPLY_EXPECTING_ACTS.has(act as Act),
+    needs_human: (needs_human as boolean | undefined) ?? false,
+    created_at: (created_at as string | undefined) ?? new Date().toISOString(),
+  };
+  return traceparent === undefined ? message : { ...message, traceparent: traceparent as string };
+}
+
 /** Formats problems as `field \`to\`: expected ..., got ...` lines. */
 export function describeProblems(problems: FieldProblem[]): string {
   return problems.map((p) => `field \`${p.field}\`: expected ${p.expected}, got ${p.received}`).join('; ');
@@ -121,6 +164,8 @@ export type ParseResult = { ok: true; message: HiveMessage } | { ok: false; erro
  * if (r.ok) console.log(r.message.id, r.message.requires_reply); // '01j...', true
  */
 export function parseMessage(input: unknown): ParseResult {
+  const fast = parseWellFormed(input);
+  if (fast !== null) return { ok: true, message: fast };
   const result = HiveMessageSchema.safeParse(input);
   if (result.success) return { ok: true, message: result.data as HiveMessage };
   const problems = problemsOf(result.error, input);

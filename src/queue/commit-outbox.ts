@@ -4,7 +4,7 @@ import { readJsonFile } from '../fs/atomic.ts';
 import { MarkerFile } from '../fs/marker.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
 import type { HiveMessage } from '../protocol/message.ts';
-import { decodeCommitLines, decodeCommitLinesAt, type StateFile } from '../agent/state-store.ts';
+import { decodeCommitLines, decodeCommitLinesAt, decodeCommitRun, type StateFile } from '../agent/state-store.ts';
 import { openRegular } from '../fs/regular-file.ts';
 
 /**
@@ -95,6 +95,9 @@ function withCheckpoint(root: string, agentId: string, fromLog: StateFile[]): St
  * there continue the commit numbers. Anything else (the log wrapped at a checkpoint, a
  * restart) reads everything again.
  */
+/** How much of the log a continuing read takes at a time (it doubles for a longer line). */
+const RUN_CHUNK_BYTES = 64 * 1024;
+
 export class CommitLogTail {
   private offset = 0;
   private last = -1;
@@ -111,23 +114,58 @@ export class CommitLogTail {
     this.kept = this.kept.filter((r) => r.commit >= routedCommit);
     if (this.last >= 0 && through <= this.last) return this.kept;
     if (this.last >= 0) {
-      const fresh = this.readFrom(this.offset);
-      if (fresh.length > 0 && fresh[0]!.record.commit === this.last + 1) {
+      const fresh = this.readRun(this.offset, this.last + 1);
+      if (fresh.length > 0) {
         this.offset = fresh.at(-1)!.end;
         this.last = fresh.at(-1)!.record.commit;
         this.kept.push(...fresh.map((l) => l.record));
-        return this.kept;
       }
+      // The log ran out before `through`: the next commit went to state.json at a checkpoint.
+      if (through <= this.last) return this.kept;
     }
     const lines = this.readFrom(0); // the log read once: its records and where its newest line ends
     const all = withCheckpoint(this.root, this.agentId, lines.map((l) => l.record));
     const tail = lines.filter((l) => l.record.commit === all.at(-1)?.commit).at(-1);
     const newest = all.at(-1)?.commit ?? -1;
-    // Read on from the newest line next time; when the newest is in state.json, read all again.
+    // Read on from the newest line next time; when the newest is in state.json (a checkpoint
+    // let the log start over), the next commit goes to the log's start.
     this.offset = tail && tail.record.commit === newest ? tail.end : 0;
-    this.last = this.offset > 0 ? newest : -1;
+    this.last = newest;
     this.kept = all.filter((r) => r.commit >= routedCommit);
     return this.kept;
+  }
+
+  /**
+   * The lines from `offset` on that continue the commit numbers from `first`, read in
+   * chunks: the log is preallocated, and past the newest line lie zeros or the older lines
+   * of a previous pass, which are not read (once they were parsed and hashed on every pass).
+   */
+  private readRun(offset: number, first: number): { record: StateFile; end: number }[] {
+    let fd: number;
+    let size: number;
+    try {
+      ({ fd, stats: { size } } = openRegular(agentPaths(this.root, this.agentId).stateWal));
+    } catch {
+      return [];
+    }
+    const out: { record: StateFile; end: number }[] = [];
+    try {
+      let pos = offset;
+      let chunk = RUN_CHUNK_BYTES;
+      while (pos < size) {
+        const buf = Buffer.allocUnsafe(Math.min(chunk, size - pos));
+        const n = fs.readSync(fd, buf, 0, buf.length, pos);
+        const run = decodeCommitRun(buf.subarray(0, n), this.agentId, first + out.length);
+        for (const l of run.lines) out.push({ record: l.record, end: l.end + pos });
+        if (run.complete || pos + n >= size) break;
+        const consumed = run.lines.at(-1)?.end ?? 0;
+        if (consumed === 0) chunk *= 2; // a line longer than the chunk
+        pos += consumed;
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+    return out;
   }
 
   private readFrom(offset: number): { record: StateFile; end: number }[] {

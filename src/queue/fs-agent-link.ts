@@ -4,6 +4,7 @@ import { StateStore, type SessionTurn } from '../agent/state-store.ts';
 import { restoreAgentState } from '../agent/restore.ts';
 import { spillUnrouted } from '../agent/spill.ts';
 import { commitCursor } from './cursor.ts';
+import { isAfter, readRouted } from './commit-outbox.ts';
 import { InboxReader, type InboxEntry } from './inbox.ts';
 import type { AgentLink, RestoredAgent } from './transport.ts';
 import { HiveError } from '../errors.ts';
@@ -19,6 +20,9 @@ export interface FsAgentLinkOptions {
 
 /** How long after a commit `cursor.json` (a mirror for people and tools) is rewritten. */
 const MIRROR_DELAY_MS = 250;
+
+/** How long a commit about to wrap the log waits for the router to read it (then spills). */
+const WRAP_WAIT_MS = 1_000;
 
 /** A poll tells its listeners of work at least every this many ticks, changed or not. */
 const POLL_ANYWAY_EVERY = 15;
@@ -56,8 +60,13 @@ export class FsAgentLink implements AgentLink {
     const restored = restoreAgentState(this.root, this.agentId);
     this.store?.close();
     // Before a checkpoint lets the log be written over, what the router has not routed yet
-    // is written out as outbox files (src/agent/spill.ts).
-    this.store = new StateStore(this.root, this.agentId, restored.commit, undefined, () => spillUnrouted(this.root, this.agentId));
+    // is written out as outbox files (src/agent/spill.ts), unless it is known to be routed.
+    this.store = new StateStore(this.root, this.agentId, restored.commit, undefined, () => {
+      const waited = this.waitedForRouter;
+      this.waitedForRouter = false;
+      if (this.behindRouter() === false) return waited ? 1 : 0;
+      return spillUnrouted(this.root, this.agentId) + (waited ? 1 : 0);
+    });
     // A killed process may have left the last commit in the page cache only: flushed, then
     // marked, so the router may route its messages.
     this.store.markRestored();
@@ -71,10 +80,39 @@ export class FsAgentLink implements AgentLink {
 
   async commit(context: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): Promise<number> {
     if (!this.store) throw new HiveError('E_CONFLICT', `The link of agent "${this.agentId}" commits before its restore`);
+    if (this.store.nearWrap()) await this.untilRouted();
+    if (!this.store) throw new HiveError('E_CONFLICT', `The link of agent "${this.agentId}" was closed during a commit`);
     const record = this.store.append(context, messages, session);
     this.cursor = context.cursor;
     this.mirror ??= unref(setTimeout(() => this.mirrorCursor(), MIRROR_DELAY_MS));
     return record.commit;
+  }
+
+  private waitedForRouter = false;
+
+  /**
+   * Whether the router has yet to route messages this agent committed (its mark in
+   * agents/<id>/routed is before the last of them); undefined when that is not known.
+   */
+  private behindRouter(): boolean | undefined {
+    const emitted = this.store?.emittedThrough();
+    if (emitted === null) return false;
+    if (emitted === undefined) return undefined;
+    return isAfter(emitted, readRouted(this.root, this.agentId));
+  }
+
+  /**
+   * Back-pressure before the log wraps (docs/architecture.md, "The commit record is the
+   * outbox"): a router that has not read the lines about to be written over gets up to
+   * WRAP_WAIT_MS to catch up, so they need not be written again as outbox files. Writing
+   * them (the spill) cost an agent a file, an fsync and a rename per message, and the
+   * router an outbox read each, exactly when the router was already behind.
+   */
+  private async untilRouted(): Promise<void> {
+    if (this.behindRouter() !== true) return;
+    this.waitedForRouter = true;
+    const deadline = Date.now() + WRAP_WAIT_MS;
+    while (!this.closed && Date.now() < deadline && this.behindRouter() === true) await new Promise((r) => setTimeout(r, 2));
   }
 
   onWork(listener: () => void): () => void {

@@ -121,6 +121,9 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     async settle(sender: string, refs: string[]) {
       const files: string[] = [];
       const logged: string[] = [];
+      // The routed mark moves once per call, to the furthest message settled: one marker
+      // write for a pass's batch, not one per message (bench:peers, --cpu-prof).
+      let furthest: RoutedMark | null = null;
       for (const ref of refs) {
         const mark = parseCommitRef(ref);
         if (parseSendRef(ref) !== null) {
@@ -128,10 +131,11 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
           handedOut.delete(`${sender}/${ref}`);
         } else if (!mark) files.push(ref);
         else {
-          advance(sender, mark);
+          if (furthest === null || isAfter(mark, furthest)) furthest = mark;
           handedOut.delete(`${sender}/${ref}`);
         }
       }
+      if (furthest !== null) advance(sender, furthest);
       if (logged.length > 0) sendLog.settle(sender, logged);
       if (files.length > 0) markSent(root, sender, files, sentCap);
     },

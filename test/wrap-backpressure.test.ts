@@ -1,0 +1,98 @@
+import fs from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { tempRoot } from './helpers/temp.ts';
+import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
+import { agentPaths } from '../src/layout/paths.ts';
+import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
+import { FsAgentLink } from '../src/queue/fs-agent-link.ts';
+import { createFsTransport } from '../src/queue/fs-transport.ts';
+import { DEFAULT_ROUTER_SETTINGS, routeOnce } from '../src/router/route.ts';
+import { listInbox } from '../src/queue/inbox.ts';
+import type { PersistedAgentContext } from '../machines/agent.ts';
+
+/**
+ * Back-pressure at the wrap (docs/architecture.md, "The commit record is the outbox"): a
+ * commit that would wrap the log over lines the router has not routed waits for the router
+ * (up to a second) instead of writing those messages again as outbox files; a router that
+ * does not come within that time gets the spill, and nothing is lost either way.
+ */
+
+async function hive() {
+  const root = tempRoot();
+  await ensureHive(root);
+  for (const id of ['a', 'b']) await ensureAgent(root, { id, brain: { kind: 'echo' } });
+  return root;
+}
+
+// Lines of ~2.4 KiB: the 64 KiB log wraps about every 27 commits.
+const context = (turns: number): PersistedAgentContext => ({ agentId: 'a', cursor: turns, handled: turns, turns, brainState: { pad: 'x'.repeat(2_000) }, timers: [] });
+const note = (i: number): HiveMessage => createMessage({ from: 'a', to: 'b', act: 'inform', body: `note ${i}` });
+const outboxFiles = (root: string) => fs.readdirSync(agentPaths(root, 'a').outbox).filter((n) => n.endsWith('.json'));
+const spills = (root: string) => (fs.readFileSync(`${root}/log.jsonl`, 'utf8').match(/"type":"outbox.spilled"/g) ?? []).length;
+
+async function drain(root: string) {
+  const t = createFsTransport(root);
+  for (let pass = 0; pass < 50; pass++) {
+    const r = await routeOnce({ root, transport: t, settings: { ...DEFAULT_ROUTER_SETTINGS, settleMs: 0 } });
+    if (r.delivered.length === 0 && !r.more) break;
+  }
+}
+
+function expectEachOnce(root: string, sent: HiveMessage[]) {
+  const got = listInbox(root, 'b').map((e) => e.id);
+  expect(new Set(got).size).toBe(got.length);
+  expect([...got].sort()).toEqual(sent.map((m) => m.id).sort());
+}
+
+describe('the commit log waits for the router before it wraps', () => {
+  it('a router that is slow but routing: the agent waits at each wrap, nothing is spilled, each message is delivered once', async () => {
+    const root = await hive();
+    const link = new FsAgentLink(root, 'a', { pollMs: 60_000 });
+    await link.restore();
+    const t = createFsTransport(root);
+    let routing = true;
+    // A router that routes every 40 ms: the agent's 100 commits outrun it.
+    const router = (async () => {
+      while (routing) {
+        await routeOnce({ root, transport: t, settings: { ...DEFAULT_ROUTER_SETTINGS, settleMs: 0 } });
+        await new Promise((r) => setTimeout(r, 40));
+      }
+    })();
+    const sent: HiveMessage[] = [];
+    let waits = 0;
+    for (let i = 1; i <= 100; i++) {
+      const m = note(i);
+      sent.push(m);
+      const t0 = Date.now();
+      await link.commit(context(i), [m]);
+      if (Date.now() - t0 >= 10) waits++;
+    }
+    routing = false;
+    await router;
+    link.close();
+    expect(waits).toBeGreaterThan(0); // it did wait at a wrap
+    expect(spills(root)).toBe(0);
+    expect(outboxFiles(root)).toEqual([]);
+    await drain(root);
+    expectEachOnce(root, sent);
+  });
+
+  it('no router at all: after the wait the unrouted messages are spilled, and a router started later delivers each once', async () => {
+    const root = await hive();
+    const link = new FsAgentLink(root, 'a', { pollMs: 60_000 });
+    await link.restore();
+    const sent: HiveMessage[] = [];
+    const t0 = Date.now();
+    for (let i = 1; i <= 40; i++) {
+      const m = note(i);
+      sent.push(m);
+      await link.commit(context(i), [m]);
+    }
+    link.close();
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900); // one wrap, one wait of a second
+    expect(spills(root)).toBe(1);
+    expect(outboxFiles(root).length).toBeGreaterThan(0);
+    await drain(root);
+    expectEachOnce(root, sent);
+  });
+});
