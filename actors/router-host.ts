@@ -106,6 +106,7 @@ const machine = routerMachine.provide({
           : {}),
       });
       for (const r of routeSpans.values()) r.span?.end(); // duplicates: already delivered earlier
+      if (process.env.HIVE_DEBUG_PASSES) { (globalThis as any).__p ??= { n: 0, d: 0, t: 0 }; const g = (globalThis as any).__p; g.n++; g.d += report.delivered.length; if (g.n % 200 === 0) process.stderr.write(`passes ${g.n} delivered ${g.d} per pass ${(g.d / g.n).toFixed(1)}\n`); }
       if (report.delivered.length > 0) {
         // Bounce notices to god are delivered after the pass's own commits: wake god too.
         if (report.delivered.some((d) => d.agent === GOD_ID)) wakeRecipients([GOD_ID]);

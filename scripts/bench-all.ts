@@ -88,7 +88,7 @@ const rows: [string, string, string][] = [
   ['10,000 agents: requests after ready, p50 / max', `${s.bigHive?.requestsAfterReadyMs?.p50 ?? '?'} / ${s.bigHive?.requestsAfterReadyMs?.max ?? '?'} ms`, 'max ≤ 50 ms'],
   ['10,000 agents: peak RSS', `${s.bigHive?.peakRssMiB ?? '?'} MiB`, '≤ 3 GiB'],
 ];
-for (const name of ['hive', 'sqlite', 'redis']) {
+for (const name of ['hive', 'hive-pooled', 'sqlite', 'redis']) {
   const sys = p.systems?.[name];
   if (!sys) continue;
   rows.push([

@@ -41,15 +41,31 @@ async function roundTrips(peer: Peer, n: number, tag: string): Promise<{ ms: num
 
 const disk = rawDurableWriteRate(path.join(base, 'raw'), 300);
 const skipped: Record<string, string> = {};
-const peers: Peer[] = [await startHivePeer(path.join(base, 'hive'), AGENTS), await startSqlitePeer(path.join(base, 'sqlite'), AGENTS)];
+const POOLED = Math.max(1, Math.ceil(AGENTS.length / os.availableParallelism()));
+const peers: Peer[] = [
+  await startHivePeer(path.join(base, 'hive'), AGENTS),
+  await startHivePeer(path.join(base, 'hive-pooled'), AGENTS, POOLED, 'hive-pooled'),
+  await startSqlitePeer(path.join(base, 'sqlite'), AGENTS),
+];
 const noRedis = redisUnavailable();
 if (noRedis) skipped.redis = noRedis;
 else peers.push(await startRedisPeer(path.join(base, 'redis'), AGENTS));
 
-// Warm-up: every system handles a backlog and a few round trips before anything is timed
-// (page cache, JIT, Hive's worker isolates).
+// Warm-up: every system handles backlogs until its rate settles (two in a row within 10 %,
+// at least WARM_MIN and at most WARM_MAX of them) and a few round trips before anything is
+// timed: page cache, and the JIT of every isolate (Hive compiles its code in each of its
+// worker threads; --perf showed a fifth of its CPU in the optimizing compiler after one
+// warm-up backlog, and its rate still rising by half over the next ten).
+const WARM_MIN = Number(process.env.BENCH_WARM_MIN ?? 3);
+const WARM_MAX = Number(process.env.BENCH_WARM_MAX ?? 12);
+const warmUp: Record<string, number[]> = {};
 for (const p of peers) {
-  await backlog(p, REQUESTS, 'warm');
+  const rates = (warmUp[p.name] = [] as number[]);
+  while (rates.length < WARM_MAX) {
+    rates.push((await backlog(p, REQUESTS, `warm${rates.length}`)).pairsPerSecond);
+    const [a, b] = rates.slice(-2);
+    if (rates.length >= WARM_MIN && a !== undefined && b !== undefined && Math.abs(b - a) <= 0.1 * a) break;
+  }
   await roundTrips(p, 50, 'warm-rtt');
 }
 const results: Record<string, { pairs: number[]; cpuSat: number[]; rtt: number[]; cpuRtt: number[] }> = {};
@@ -94,7 +110,8 @@ const systems = Object.fromEntries(
 const result = {
   benchmark: 'peers',
   machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version },
-  workload: { agents: AGENTS.length, backlogRequests: REQUESTS, roundTripSamplesPerRound: SAMPLES, rounds: ROUNDS },
+  workload: { agents: AGENTS.length, hivePooledAgentsPerWorker: POOLED, backlogRequests: REQUESTS, roundTripSamplesPerRound: SAMPLES, rounds: ROUNDS },
+  warmUpPairsPerSecond: Object.fromEntries(Object.entries(warmUp).map(([name, rates]) => [name, rates.map((x) => round(x, 0))])),
   rawDurableWrite: { perSecond: round(disk.perSecond, 0), p50Ms: summarize(disk.latenciesMs).p50, what: 'write + fsync + rename + folder fsync of one 400-byte file, one after another' },
   systems,
   skipped,

@@ -6,11 +6,17 @@ import { listInbox } from '../../../src/queue/inbox.ts';
 import { readStateFile } from '../../../src/agent/state-store.ts';
 import { checkCounts, type Peer, type PeerCheck } from './peer.ts';
 
-export async function startHivePeer(root: string, agents: string[]): Promise<Peer> {
+/**
+ * `agentsPerWorker` 1 is Hive's default (each agent isolated in its own worker thread);
+ * more puts them in fewer isolates, so the JIT compiles the agent code fewer times and
+ * fewer threads share the cores (the `hive-pooled` peer).
+ */
+export async function startHivePeer(root: string, agents: string[], agentsPerWorker = 1, name = 'hive'): Promise<Peer> {
   const hive = createHive({
     root,
     audit: { enabled: false },
     inspector: { enabled: false },
+    supervisor: { agentsPerWorker },
     agents: [...agents.map((id) => ({ id, brain: { kind: 'echo' as const } })), { id: 'client', brain: { kind: 'external' as const } }],
   });
   await hive.start();
@@ -20,7 +26,7 @@ export async function startHivePeer(root: string, agents: string[]): Promise<Pee
     for (const l of listeners) l([d.in_reply_to]);
   });
   return {
-    name: 'hive',
+    name,
     async send(requests) {
       await Promise.all(requests.map((r) => hive.send({ id: r.id, from: 'client', to: r.to, act: 'request', body: r.body })));
     },
