@@ -88,6 +88,13 @@ function presentWalSize(file: string): number {
   return MIN_WAL_BYTES;
 }
 
+/** A commit encoded and not yet written (`StateStore.prepare`). */
+export interface PreparedCommit {
+  record: StateFile;
+  line: Buffer;
+  wraps: boolean;
+}
+
 /** Writes commits for one agent. One writer per agent (the actor that owns it). */
 export class StateStore {
   private fd: number | null = null;
@@ -132,12 +139,6 @@ export class StateStore {
   }
 
   private emitted: { commit: number; index: number } | null | undefined;
-  private lastLineBytes = 0;
-
-  /** True when the next commit, if as long as the last, will not fit: the log is about to wrap. */
-  nearWrap(): boolean {
-    return this.lastLineBytes > 0 && this.offset + Math.ceil(this.lastLineBytes * 1.25) > this.walBytes;
-  }
 
   private readonly fixedSize: boolean;
 
@@ -165,27 +166,39 @@ export class StateStore {
     this.markCommitted(this.commit);
   }
 
-  /** Commits `next` and the turn's messages durably (one pwrite + fdatasync). */
-  append(next: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): StateFile {
+  /**
+   * The next commit's record and line, not written yet, and whether writing it checkpoints
+   * (the line does not fit: the log wraps). `write` commits it; nothing else may commit in
+   * between (one writer per agent).
+   */
+  prepare(next: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): PreparedCommit {
     // Numbered once written: a write that fails (a full disk) and is tried again keeps its number.
     const record = this.record(next, messages, session);
     const line = encodeCommitLine(record);
-    this.lastLineBytes = line.length;
-    if (line.length > this.walBytes / 2) {
+    if (line.length > this.walBytes / 2) return { record, line, wraps: true };
+    this.open();
+    return { record, line, wraps: this.offset + line.length > this.walBytes };
+  }
+
+  /** Commits a prepared record durably: one pwrite + fdatasync, or a checkpoint when it wraps. */
+  write({ record, line, wraps }: PreparedCommit): StateFile {
+    if (record.commit !== this.commit + 1) throw new HiveError('E_CONFLICT', `commit ${record.commit} of agent "${this.agentId}" was prepared before commit ${this.commit}`);
+    if (wraps) {
       this.checkpoint(record);
       return this.written(record);
     }
     const fd = this.open();
-    if (this.offset + line.length > this.walBytes) {
-      this.checkpoint(record);
-      return this.written(record);
-    }
     fs.writeSync(fd, line, 0, line.length, this.offset);
     syncFd(fd, true);
     this.offset += line.length;
     this.commit = record.commit;
     this.markCommitted(record.commit);
     return this.written(record);
+  }
+
+  /** Commits `next` and the turn's messages durably (`prepare`, then `write`). */
+  append(next: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): StateFile {
+    return this.write(this.prepare(next, messages, session));
   }
 
   private written(record: StateFile): StateFile {

@@ -80,9 +80,12 @@ export class FsAgentLink implements AgentLink {
 
   async commit(context: PersistedAgentContext, messages: HiveMessage[], session?: SessionTurn[]): Promise<number> {
     if (!this.store) throw new HiveError('E_CONFLICT', `The link of agent "${this.agentId}" commits before its restore`);
-    if (this.store.nearWrap()) await this.untilRouted();
-    if (!this.store) throw new HiveError('E_CONFLICT', `The link of agent "${this.agentId}" was closed during a commit`);
-    const record = this.store.append(context, messages, session);
+    const prepared = this.store.prepare(context, messages, session);
+    if (prepared.wraps) {
+      await this.untilRouted();
+      if (!this.store) throw new HiveError('E_CONFLICT', `The link of agent "${this.agentId}" was closed during a commit`);
+    }
+    const record = this.store.write(prepared);
     this.cursor = context.cursor;
     this.mirror ??= unref(setTimeout(() => this.mirrorCursor(), MIRROR_DELAY_MS));
     return record.commit;
@@ -112,7 +115,9 @@ export class FsAgentLink implements AgentLink {
     if (this.behindRouter() !== true) return;
     this.waitedForRouter = true;
     const deadline = Date.now() + WRAP_WAIT_MS;
-    while (!this.closed && Date.now() < deadline && this.behindRouter() === true) await new Promise((r) => setTimeout(r, 2));
+    for (let pause = 1; !this.closed && Date.now() < deadline && this.behindRouter() === true; pause = Math.min(pause * 2, 16)) {
+      await new Promise((r) => setTimeout(r, pause));
+    }
   }
 
   onWork(listener: () => void): () => void {
