@@ -106,7 +106,6 @@ const machine = routerMachine.provide({
           : {}),
       });
       for (const r of routeSpans.values()) r.span?.end(); // duplicates: already delivered earlier
-      if (process.env.HIVE_DEBUG_PASSES) { (globalThis as any).__p ??= { n: 0, d: 0, t: 0 }; const g = (globalThis as any).__p; g.n++; g.d += report.delivered.length; if (g.n % 200 === 0) process.stderr.write(`passes ${g.n} delivered ${g.d} per pass ${(g.d / g.n).toFixed(1)}\n`); }
       if (report.delivered.length > 0) {
         // Bounce notices to god are delivered after the pass's own commits: wake god too.
         if (report.delivered.some((d) => d.agent === GOD_ID)) wakeRecipients([GOD_ID]);
@@ -129,8 +128,10 @@ const machine = routerMachine.provide({
       if (report.shortage !== undefined) waitOutShortage(report.shortage, senders);
       else if (shortage.reason !== null && covers(senders, shortage.senders)) resumed();
       if (report.unsettled > 0) {
-        // Files caught mid-write: look again shortly, every sender (cheap, and rare).
-        setTimeout(() => outboxChanged(), 300).unref();
+        // Files caught mid-write: look at those senders' outboxes again shortly (not at every
+        // outbox: at 10,000 agents that was a sweep of 40 slices for one torn file).
+        const again = report.unsettledSenders;
+        setTimeout(() => outboxChanged(again), 300).unref();
       }
       return { delivered: report.delivered.length, rejected: report.rejected.length, more: report.more || (report.shortage === undefined && pending.sweeping()) };
     }),

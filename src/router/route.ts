@@ -125,6 +125,8 @@ export interface RouteReport {
   moreSenders: string[];
   /** Unreadable files left for a later pass because they were still fresh. */
   unsettled: number;
+  /** The senders whose outboxes held them (the ones to look at again shortly). */
+  unsettledSenders: string[];
   /**
    * Outboxes (or steps for one sender) that failed this pass for a reason of their own (an
    * outbox that is a file, a `.sent` that is not a folder...): skipped, the rest routed.
@@ -179,7 +181,7 @@ async function eachConcurrently<T>(items: T[], limit: number, fn: (item: T) => P
  * with an exception: the router waits and tries again.
  */
 export async function routeOnce(ctx: RouteContext): Promise<RouteReport> {
-  const report: RouteReport = { delivered: [], duplicates: 0, rejected: [], more: false, moreSenders: [], unsettled: 0, refused: [] };
+  const report: RouteReport = { delivered: [], duplicates: 0, rejected: [], more: false, moreSenders: [], unsettled: 0, unsettledSenders: [], refused: [] };
   try {
     await routeInto(report, ctx);
   } catch (err) {
@@ -237,6 +239,7 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
       const settleMs = settings.settleMs ?? 2_000;
       if (!item.message && settleMs > 0 && (item.ageMs ?? Infinity) < settleMs) {
         report.unsettled += 1; // still being written, probably: look again soon
+        if (report.unsettledSenders.at(-1) !== sender) report.unsettledSenders.push(sender);
         continue;
       }
       const d = decide(sender, item, dir, settings);
