@@ -41,7 +41,7 @@ function identityText(spec: Required<Pick<AgentSpec, 'id' | 'name' | 'role'>> & 
 
 /**
  * Creates the folders of one agent and lists the files it still needs: `identity.md`
- * when its text changed, `memory.md` and `cursor.json` when missing.
+ * when its text changed, `memory.md` and `cursor.json` when missing or empty.
  */
 function agentFilesToWrite(root: string, spec: AgentSpec): { name: string; role: string; brain: unknown; dir: string; files: FileToWrite[] } {
   const p = agentPaths(root, spec.id);
@@ -59,26 +59,36 @@ function agentFilesToWrite(root: string, spec: AgentSpec): { name: string; role:
     current = null;
   }
   if (current !== identity) files.push({ name: path.basename(p.identity), data: identity });
-  if (!fs.existsSync(p.memory)) files.push({ name: path.basename(p.memory), data: `# ${name}\n\n## Memories\n\n` });
-  if (!fs.existsSync(p.cursor)) files.push({ name: path.basename(p.cursor), data: `${JSON.stringify({ seq: 0 }, null, 2)}\n` });
+  if (absentOrEmpty(p.memory)) files.push({ name: path.basename(p.memory), data: `# ${name}\n\n## Memories\n\n` });
+  if (absentOrEmpty(p.cursor)) files.push({ name: path.basename(p.cursor), data: `${JSON.stringify({ seq: 0 }, null, 2)}\n` });
   return { name, role, brain, dir: p.dir, files };
 }
 
 /** Agents whose files are written (and flushed together) at once. */
 const ENSURE_WINDOW = 16;
 
+/** A file that is missing or empty (a power cut can leave a file created unflushed empty). */
+function absentOrEmpty(file: string): boolean {
+  try {
+    return fs.lstatSync(file).size === 0;
+  } catch {
+    return true;
+  }
+}
+
 /**
  * Creates the folders and files of agents idempotently (docs/architecture.md, "On-disk layout") and records them in
  * `registry.json` with one locked write. `identity.md` always ends up with the current
- * text; `memory.md` and `cursor.json` are created once and never overwritten.
+ * text; `memory.md` and `cursor.json` are created when missing (or left empty by a power cut) and never overwritten.
  * @example await ensureAgents(root, [{ id: 'alice', brain: { kind: 'echo' } }, { id: 'bob' }])
  */
 export async function ensureAgents(root: string, specs: AgentSpec[], origin: RegistryEntry['origin'] = 'runtime'): Promise<RegistryEntry[]> {
   const files = specs.map((spec) => ({ spec, ...agentFilesToWrite(root, spec) }));
+  const writing = files.filter((f) => f.files.length > 0);
   // Each agent's files are one group commit; a window of agents flushes together (a new
   // hive of 100 agents is 300 durable files, slow one after another).
-  for (let i = 0; i < files.length; i += ENSURE_WINDOW) {
-    await Promise.all(files.slice(i, i + ENSURE_WINDOW).map((f) => (f.files.length > 0 ? writeFilesAtomicAsync(f.dir, f.files) : undefined)));
+  for (let i = 0; i < writing.length; i += ENSURE_WINDOW) {
+    await Promise.all(writing.slice(i, i + ENSURE_WINDOW).map((f) => writeFilesAtomicAsync(f.dir, f.files)));
   }
   return updateRegistry(root, (registry) => {
     const now = new Date().toISOString();
