@@ -14,6 +14,7 @@ import { MachineNetwork } from './netns.ts';
 import type { Invariant } from './invariants.ts';
 import type { FencedFiles } from '../queue/jetstream-files.ts';
 import { whereAgentsRun } from '../supervisor/where.ts';
+import type { PlantName } from '../testing/seams.ts';
 
 /**
  * `hive chaos --machines N`: one hive over N machines, each a real `hive start --host hN`
@@ -44,6 +45,8 @@ export interface MachineChaosOptions {
   log?: (line: string) => void;
   /** Machines in network namespaces when root allows it (default), for link cuts; false: loopback. */
   namespaces?: boolean;
+  /** A deliberately broken step in every machine's supervisor (`hive start --test-plant`): the invariants must catch it. */
+  plant?: PlantName;
 }
 
 export interface MachineFaultRecord {
@@ -68,6 +71,8 @@ export interface MachineChaosReport {
   /** Leases each machine took and lost (agents moving between machines). */
   leases: { host: string; acquired: number; lost: number }[];
   skipped: Record<string, string>;
+  /** The deliberately broken step the machines ran with, if any. */
+  plant?: PlantName;
 }
 
 const CLIENT = 'client';
@@ -104,7 +109,7 @@ export async function runMachineChaos(o: MachineChaosOptions): Promise<MachineCh
     };
     const file = path.join(base, `${h}.config.json`);
     fs.writeFileSync(file, JSON.stringify(config, null, 2));
-    const child = new ChaosChild(file, [], net?.wrap(h) ?? []);
+    const child = new ChaosChild(file, o.plant ? ['--test-plant', o.plant] : [], net?.wrap(h) ?? []);
     supervisors.set(h, child);
     await child.start(['--host', h], 60_000);
   };
@@ -123,6 +128,7 @@ export async function runMachineChaos(o: MachineChaosOptions): Promise<MachineCh
     durationMs: o.durationMs,
     workload: { requests: 0, memoryEntries: 0, memoryRefused: 0 },
     faults,
+    ...(o.plant ? { plant: o.plant } : {}),
     invariants: [],
     leases: [],
     skipped: noNamespaces ? { 'link-cut': `cutting a link needs the machines in network namespaces (${noNamespaces})` } : {},
@@ -263,6 +269,16 @@ async function checkMachineInvariants(url: string, prefix: string, roots: string
 }
 
 /**
+ * How many lines of `text` are `marker` itself: a marker is never counted inside another
+ * (chaos-memory-5-30 in chaos-memory-5-300 made a run fail that had written each once).
+ */
+export function markerCount(text: string, marker: string): number {
+  let n = 0;
+  for (const line of text.split('\n')) if (line === marker) n++;
+  return n;
+}
+
+/**
  * Every memory entry written (each a unique marker, per agent) is in the cluster's memory
  * of its agent exactly once, and every machine's mirror of that memory equals it.
  */
@@ -270,7 +286,10 @@ export async function checkMemoryMirrors(files: FencedFiles, roots: string[], ma
   const problems: string[] = [];
   for (const [agent, list] of markers) {
     const stored = (await files.get(memoryKey(agent)))?.data.toString('utf8') ?? '';
-    for (const m of list) if (stored.split(m).length - 1 !== 1) problems.push(`${agent}: ${m} is in the cluster ${stored.split(m).length - 1} times`);
+    for (const m of list) {
+      const n = markerCount(stored, m);
+      if (n !== 1) problems.push(`${agent}: ${m} is in the cluster ${n} times`);
+    }
     for (const root of roots) {
       let mirror = '';
       try {
@@ -296,7 +315,7 @@ function leaseCounts(host: string, root: string): { host: string; acquired: numb
 }
 
 export function formatMachineReport(r: MachineChaosReport): string {
-  const lines = [`chaos run over ${r.machines} machines: seed ${r.seed}, ${Math.round(r.durationMs / 1000)} s, ${r.agents} agents, folders in ${r.root}`];
+  const lines = [`chaos run over ${r.machines} machines: seed ${r.seed}, ${Math.round(r.durationMs / 1000)} s, ${r.agents} agents, folders in ${r.root}${r.plant ? `, planted bug: ${r.plant}` : ''}`];
   lines.push(`workload: ${r.workload.requests} requests, ${r.workload.memoryEntries} memory entries (${r.workload.memoryRefused} refused while the cluster could not answer)`);
   lines.push('faults:');
   for (const f of r.faults) lines.push(`  ${f.kind.padEnd(15)} ${f.host} at ${Math.round(f.atMs / 100) / 10} s for ${f.downMs} ms`);

@@ -13,6 +13,7 @@ import type { DeliveryOutcome } from './inbox-writer.ts';
 import type { DeadLetterReason } from './dead-letter.ts';
 import type { AgentLink, ConversationStore, PendingItem, RestoredAgent, Transport } from './transport.ts';
 import { FencedFiles } from './jetstream-files.ts';
+import { plantActive } from '../testing/seams.ts';
 import { SubjectFeed, type FedMsg } from './jetstream-feed.ts';
 import type { ConversationReplica } from '../session/replica.ts';
 
@@ -440,7 +441,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
       const fresh: HiveMessage[] = [];
       const inBatch = new Set<string>();
       for (const m of messages) {
-        if (state.ids.has(m.id) || inBatch.has(m.id)) outcomes.push({ status: 'duplicate', id: m.id } as DeliveryOutcome);
+        if ((state.ids.has(m.id) && !plantActive('no-idempotency')) || inBatch.has(m.id)) outcomes.push({ status: 'duplicate', id: m.id } as DeliveryOutcome);
         else {
           inBatch.add(m.id);
           fresh.push(m);
@@ -481,7 +482,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     const out: (number | 'duplicate' | undefined)[] = fresh.map(() => undefined);
     for (let round = 0; ; round++) {
       const left = fresh.flatMap((_, k) => (out[k] === undefined ? [k] : []));
-      for (const k of left) if (state.ids.has(fresh[k]!.id)) out[k] = 'duplicate'; // written by the other deliverer
+      for (const k of left) if (state.ids.has(fresh[k]!.id) && !plantActive('no-idempotency')) out[k] = 'duplicate'; // written by the other deliverer
       const todo = left.filter((k) => out[k] === undefined);
       if (todo.length === 0) return out as (number | 'duplicate')[];
       // Chained: the first expects the inbox's last sequence, each next one the message
