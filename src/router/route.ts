@@ -123,14 +123,10 @@ export interface RouteReport {
   /** True when some outbox had more than one batch waiting. */
   more: boolean;
   moreSenders: string[];
-  /** Unreadable files left for a later pass because they were still fresh. */
+  /** Unreadable files left for a later pass because they were still fresh, and the senders whose outboxes held them. */
   unsettled: number;
-  /** The senders whose outboxes held them (the ones to look at again shortly). */
   unsettledSenders: string[];
-  /**
-   * Outboxes (or steps for one sender) that failed this pass for a reason of their own (an
-   * outbox that is a file, a `.sent` that is not a folder...): skipped, the rest routed.
-   */
+  /** Outboxes (or steps for one sender) that failed this pass for a reason of their own (an outbox that is a file, a `.sent` that is not a folder...): skipped, the rest routed. */
   refused: { sender: string; error: string }[];
   /**
    * Set when the pass stopped short for want of a resource (a full disk): what was done
@@ -238,7 +234,7 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
       // settleMs 0: final at once (an mtime a hair ahead of Date.now() gives a negative age).
       const settleMs = settings.settleMs ?? 2_000;
       if (!item.message && settleMs > 0 && (item.ageMs ?? Infinity) < settleMs) {
-        report.unsettled += 1; // still being written, probably: look again soon
+        report.unsettled += 1; // still being written, probably: look again soon (at this sender)
         if (report.unsettledSenders.at(-1) !== sender) report.unsettledSenders.push(sender);
         continue;
       }
