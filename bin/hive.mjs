@@ -12,6 +12,6 @@ if (first === '--version' || first === '-V') {
 } else if (fs.existsSync(dev)) {
   await import(dev.href);
 } else {
-  const { runCli } = await import(new URL('../dist/cli/main.mjs', import.meta.url).href);
-  process.exitCode = await runCli(process.argv.slice(2));
+  const { runCli, endProcess } = await import(new URL('../dist/cli/main.mjs', import.meta.url).href);
+  endProcess(await runCli(process.argv.slice(2)));
 }

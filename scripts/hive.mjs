@@ -69,5 +69,5 @@ async function loadCli() {
   }
 }
 
-const { runCli } = await loadCli();
-process.exitCode = await runCli(process.argv.slice(2));
+const { runCli, endProcess } = await loadCli();
+endProcess(await runCli(process.argv.slice(2)));

@@ -83,15 +83,25 @@ export class ChaosChild {
   }
 
   /** SIGTERM: graceful stop; resolves with the exit code and the final status line. */
-  async stop(timeoutMs = 30_000): Promise<{ code: number | null; status: ChildEvent | null }> {
+  /**
+   * SIGTERM, then the final status and the exit. A child that has not exited within
+   * `timeoutMs` is SIGKILLed (`killed`): a stop that hangs must fail the run, not hang it.
+   */
+  async stop(timeoutMs = 30_000): Promise<{ code: number | null; status: ChildEvent | null; killed?: boolean }> {
     const proc = this.proc;
     if (!proc) return { code: null, status: null };
     const status = this.waitFor((e) => e.event === 'status', timeoutMs, 'the final status').catch(() => null);
     const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
     proc.kill('SIGTERM');
+    let killed = false;
+    const timer = setTimeout(() => {
+      killed = true;
+      proc.kill('SIGKILL');
+    }, timeoutMs);
     const [s, code] = await Promise.all([status, exited]);
+    clearTimeout(timer);
     this.proc = null;
-    return { code, status: s };
+    return killed ? { code, status: s, killed } : { code, status: s };
   }
 
   get pid(): number | null {

@@ -185,7 +185,7 @@ export async function runMachineChaos(o: MachineChaosOptions): Promise<MachineCh
     report.invariants.push({ name: 'the run completed', held: false, detail: errorMessage(err) });
   } finally {
     const ends = await Promise.all([...supervisors.entries()].map(async ([h, c]) => [h, await c.stop().catch(() => ({ code: null }))] as const));
-    const bad = ends.filter(([, e]) => e.code !== 0).map(([h, e]) => `${h} exited with ${e.code}`);
+    const bad = ends.filter(([, e]) => e.code !== 0).map(([h, e]) => ('killed' in e && e.killed ? `${h} did not stop within 30 s (SIGKILLed)` : `${h} exited with ${e.code}`));
     report.invariants.push({ name: 'every supervisor ran to the end and stopped gracefully', held: bad.length === 0, detail: bad.join('; ') || `${ends.length} stopped with exit 0` });
     await Promise.all(nodes.map((n) => n.kill()));
     net?.down();

@@ -86,6 +86,21 @@ function editDistance(a: string, b: string): number {
   return d[a.length]![b.length]!;
 }
 
+/**
+ * For the `hive` process itself (bin/hive.mjs): the command's exit code, and a safety net.
+ * When something left open (a reconnecting socket, a timer) still keeps the process alive
+ * `graceMs` after the command ended, it is named on stderr and the process exits: a
+ * stopped `hive start` must end (a chaos run over machines once waited for ever on one).
+ */
+export function endProcess(code: number, graceMs = 5_000): void {
+  process.exitCode = code;
+  setTimeout(() => {
+    const open = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap');
+    process.stderr.write(`hive: still running ${graceMs / 1000} s after the command ended (open: ${open.join(', ') || 'nothing named'}); exiting\n`);
+    process.exit(code);
+  }, graceMs).unref();
+}
+
 /** Exit codes: 0 ok, 1 failure (invalid message, I/O, locked), 2 usage error. */
 export function exitCodeOf(err: unknown): number {
   return isHiveError(err, 'E_BAD_ARGS') ? 2 : 1;
