@@ -59,30 +59,35 @@ function outboxChanged(senders?: string[]): void {
 const links = new Map<string, { port: MessagePort; agents: Set<string> }>();
 const hostOfAgent = new Map<string, string>();
 
-function wakeRecipients(agents: string[]): void {
+/** Wakes the agents whose hosts have a direct channel; returns the ones it woke. */
+function wakeRecipients(agents: string[]): string[] {
   const byHost = new Map<string, string[]>();
   for (const a of agents) {
     const h = hostOfAgent.get(a);
-    if (!h) continue;
+    if (!h || !links.has(h)) continue;
     byHost.set(h, [...(byHost.get(h) ?? []), a]);
   }
-  for (const [h, ids] of byHost) links.get(h)?.port.postMessage({ type: 'wake', agents: ids } satisfies RouterLinkMessage);
+  for (const [h, ids] of byHost) links.get(h)!.port.postMessage({ type: 'wake', agents: ids } satisfies RouterLinkMessage);
+  return [...byHost.values()].flat();
 }
 
 const machine = routerMachine.provide({
   actors: {
     routePass: fromPromise(async () => {
       const latenciesMs: number[] = [];
+      /** Recipients woken over a direct channel this pass: main need not wake them again. */
+      const woken: string[] = [];
       // Route spans by message id, ended when every recipient has it (or at the end of the pass).
       const routeSpans = new Map<string, { span: Span | null; left: number }>();
-      const senders = pending.take(directory().senders);
+      const dir = directory(); // once per pass: each look checks agents/ and registry.json
+      const senders = pending.take(dir.senders);
       const report = await routeOnce({
         root: init.root,
         transport,
-        directory: directory(),
+        directory: dir,
         ...(senders ? { senders } : {}),
         settings: { hopCap: settings.hopCap, batchPerSender: settings.batchPerSender },
-        onInboxCommitted: (agent) => wakeRecipients([agent]),
+        onInboxCommitted: (agent) => woken.push(...wakeRecipients([agent])),
         onDelivered: (m, agent, _seq, startedAt) => {
           latenciesMs.push(Date.now() - Date.parse(m.created_at));
           if (!tracer) return;
@@ -108,8 +113,8 @@ const machine = routerMachine.provide({
       for (const r of routeSpans.values()) r.span?.end(); // duplicates: already delivered earlier
       if (report.delivered.length > 0) {
         // Bounce notices to god are delivered after the pass's own commits: wake god too.
-        if (report.delivered.some((d) => d.agent === GOD_ID)) wakeRecipients([GOD_ID]);
-        emit({ type: 'router.delivered', deliveries: report.delivered, latenciesMs });
+        if (report.delivered.some((d) => d.agent === GOD_ID)) woken.push(...wakeRecipients([GOD_ID]));
+        emit({ type: 'router.delivered', deliveries: report.delivered, latenciesMs, woken });
       }
       if (report.rejected.length > 0) {
         emit({
@@ -246,6 +251,12 @@ const api: RouterHostApi = {
     port.on('message', (m: RouterLinkMessage) => {
       if (m.type !== 'kick') return;
       outboxChanged(m.senders);
+    });
+    // The host's thread ended (a crash, a restart): its wakes go through main until it is linked again.
+    port.on('close', () => {
+      if (links.get(hostId)?.port !== port) return;
+      links.delete(hostId);
+      for (const [a, h] of hostOfAgent) if (h === hostId) hostOfAgent.delete(a);
     });
     port.unref();
   },

@@ -158,6 +158,18 @@ describe('agent runtime', () => {
     expect(inbox(hive.root, 'e1').some((m) => m.id === ask.id)).toBe(false);
   });
 
+  it('hive.send from a sender that is no agent, or whose folder was removed, is refused with E_UNKNOWN_AGENT and writes nothing', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'e1', brain: { kind: 'echo' } }, client, { id: 'gone', brain: { kind: 'external' } }] }));
+    await expect(hive.send({ from: 'stranger', to: 'e1', act: 'inform', body: 'who?' })).rejects.toMatchObject({ code: 'E_UNKNOWN_AGENT' });
+    expect(fs.existsSync(path.join(hive.root, 'agents', 'stranger'))).toBe(false);
+    await hive.send({ from: 'gone', to: 'e1', act: 'inform', body: 'before' });
+    fs.rmSync(path.join(hive.root, 'agents', 'gone'), { recursive: true, force: true });
+    await expect(hive.send({ from: 'gone', to: 'e1', act: 'inform', body: 'after' })).rejects.toMatchObject({ code: 'E_UNKNOWN_AGENT' });
+    expect(fs.existsSync(path.join(hive.root, 'agents', 'gone'))).toBe(false);
+    await hive.send({ from: 'client', to: 'e1', act: 'request', body: 'still flowing' });
+    await waitFor(hive, () => inbox(hive.root, 'client').some((m) => m.body.includes('still flowing')), 'traffic still flows');
+  });
+
   it('a durable timer armed before a restart fires after it', async () => {
     const config = fastConfig({ agents: [{ id: 'w', brain: crashy }, client] });
     const first = await startHive(config);

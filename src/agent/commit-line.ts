@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import type { HiveMessage } from '../protocol/message.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
 
 /**
- * A commit as its line in `state.wal`: `<digest> <json>\n`, the digest the first 16 hex
- * digits of the JSON's SHA-256 (a torn or edited line fails it). See state-store.ts.
+ * A commit as its line in `state.wal`: `<digest> <json>\n`, the digest the JSON's CRC-32
+ * (UTF-8) in 8 hex digits: a torn or edited line fails it. Lines written by Hive 0.1 carry
+ * the first 16 hex digits of the JSON's SHA-256 instead and are still read (`lineRecord`).
+ * See state-store.ts.
  */
 
 export interface StateFile {
@@ -30,7 +33,35 @@ export interface SessionTurn {
 }
 
 function digest(json: string): string {
+  return crc32(json).toString(16).padStart(8, '0');
+}
+
+/** The earlier format's digest (a hive written by an earlier version). */
+function legacyDigest(json: string): string {
   return createHash('sha256').update(json).digest('hex').slice(0, 16);
+}
+
+/** Where the JSON of a line starting at `start` of `buf` begins, by its digest's width (8 or 16 hex and a space); 0 for neither. */
+function jsonStart(buf: Buffer, start: number, end: number): number {
+  if (end - start > 9 && buf[start + 8] === 0x20) return 9;
+  if (end - start > 17 && buf[start + 16] === 0x20) return 17;
+  return 0;
+}
+
+/**
+ * The record of a whole line (without its newline) when its digest holds, else null. A
+ * 32-bit check lets one wrong line in 4 billion through: one that then is not JSON is
+ * refused here rather than thrown.
+ */
+function lineRecord(line: string, at: number): StateFile | null {
+  const json = line.slice(at);
+  const sum = line.slice(0, at - 1);
+  if ((at === 9 ? digest(json) : legacyDigest(json)) !== sum) return null;
+  try {
+    return JSON.parse(json) as StateFile;
+  } catch {
+    return null;
+  }
 }
 
 /** One commit as its line in state.wal: `<digest> <json>\n`. */
@@ -51,13 +82,10 @@ export function decodeCommitLinesAt(buf: Buffer, agentId: string): { record: Sta
   while (start < buf.length) {
     let nl = buf.indexOf(10, start);
     if (nl < 0) nl = buf.length;
-    if (nl - start > 17 && buf[start] !== 0) {
-      const line = buf.toString('utf8', start, nl);
-      const json = line.slice(17);
-      if (line[16] === ' ' && digest(json) === line.slice(0, 16)) {
-        const record = JSON.parse(json) as StateFile;
-        if (record.agent === agentId) out.push({ record, end: nl + 1 });
-      }
+    const at = buf[start] !== 0 ? jsonStart(buf, start, nl) : 0;
+    if (at > 0) {
+      const record = lineRecord(buf.toString('utf8', start, nl), at);
+      if (record !== null && record.agent === agentId) out.push({ record, end: nl + 1 });
     }
     start = nl + 1;
   }
@@ -77,11 +105,10 @@ export function decodeCommitRun(buf: Buffer, agentId: string, first: number): { 
     if (buf[start] === 0) return { lines, complete: true };
     const nl = buf.indexOf(10, start);
     if (nl < 0) return { lines, complete: false };
-    if (nl - start <= 17 || buf[start + 16] !== 0x20) return { lines, complete: true };
-    const line = buf.toString('utf8', start, nl);
-    const json = line.slice(17);
-    if (digest(json) !== line.slice(0, 16)) return { lines, complete: true };
-    const record = JSON.parse(json) as StateFile;
+    const at = jsonStart(buf, start, nl);
+    if (at === 0) return { lines, complete: true };
+    const record = lineRecord(buf.toString('utf8', start, nl), at);
+    if (record === null) return { lines, complete: true };
     if (record.agent !== agentId || record.commit !== first + lines.length) return { lines, complete: true };
     lines.push({ record, end: nl + 1 });
     start = nl + 1;

@@ -247,7 +247,8 @@ export type WorkerEvent =
   | { type: 'actor.paused'; agent: string; reason: string; error: string }
   | { type: 'actor.resumed'; agent: string; pausedMs: number }
   | { type: 'outbox.written'; agent: string; count: number }
-  | { type: 'router.delivered'; deliveries: Delivery[]; latenciesMs: number[] }
+  /** `woken`: the recipients the router woke itself, over its direct channel to their host (main wakes the others). */
+  | { type: 'router.delivered'; deliveries: Delivery[]; latenciesMs: number[]; woken?: string[] }
   | { type: 'router.rejected'; items: { sender: string; ref: string; error: string; code?: string }[] }
   | { type: 'router.state'; value: string }
   /** Cluster mode: the router mirrored a memory.md written in the cluster (src/memory/cluster-memory.ts). */

@@ -31,10 +31,24 @@ export interface RoutedMark {
   index: number;
 }
 
+/**
+ * Markers last found missing (an external agent never commits): looked for with an lstat
+ * that makes no error object until one appears, instead of a failed open per routing pass.
+ */
+const missingMarks = new Set<string>();
+
 function readMark<T>(file: string): T | null {
+  if (missingMarks.has(file)) {
+    if (fs.lstatSync(file, { throwIfNoEntry: false }) === undefined) return null;
+    missingMarks.delete(file);
+  }
   try {
     return JSON.parse(readRegularFile(file, 'utf8')) as T;
-  } catch {
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      if (missingMarks.size >= 4_096) missingMarks.clear();
+      missingMarks.add(file);
+    }
     return null;
   }
 }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import { HiveError } from '../errors.ts';
 import { parseMessage, type HiveMessage } from '../protocol/message.ts';
 import { listEntries, openRegular, readRegularFile } from '../fs/regular-file.ts';
@@ -10,11 +11,13 @@ import { listEntries, openRegular, readRegularFile } from '../fs/regular-file.ts
  * segments named by the seq of their first entry (`000000000001.jsonl`), each an
  * append-only file of one JSON object per line:
  *
- *   {"seq":7,"sum":"<16 hex>","message":{…the message…}}
+ *   {"seq":7,"sum":"<8 hex>","message":{…the message…}}
  *
  * `seq` is the line's position (the segment's first seq plus its line index: a line
- * always takes its seq, even one that fails its check), `sum` the first 16 hex digits of
- * sha256(`<seq>:<message JSON>`), so a torn or hand-edited line is told from a good one;
+ * always takes its seq, even one that fails its check), `sum` the CRC-32 of
+ * `<seq>:<message JSON>` (UTF-8) in 8 hex digits, so a torn or hand-edited line is told
+ * from a good one (lines written by Hive 0.1 carry the first 16 hex digits of its SHA-256
+ * instead, still read: `sumOf`);
  * `jq .message` and `grep` read it with a shell. `inbox/.synced` names the last seq known
  * to be on stable storage: readers never go past it (an entry a power cut could still take
  * away is never handled). Only the router writes either (src/queue/inbox-writer.ts).
@@ -32,8 +35,20 @@ export function parseSegmentName(name: string): number | null {
   return m ? Number(m[1]) : null;
 }
 
-function sumOf(seq: number, messageJson: string): string {
-  return createHash('sha256').update(`${seq}:${messageJson}`).digest('hex').slice(0, 16);
+/**
+ * The line's check: CRC-32 (zlib's, native: a fifth of a SHA-256's cost per line, and the
+ * router computes one per delivered message) as 8 hex digits. `width` 16 is the earlier
+ * format's SHA-256 prefix, kept so a hive written by an earlier version reads on.
+ */
+function sumOf(seq: number, messageJson: string, width: 8 | 16 = 8): string {
+  const text = `${seq}:${messageJson}`;
+  if (width === 16) return createHash('sha256').update(text).digest('hex').slice(0, 16);
+  return crc32(text).toString(16).padStart(8, '0');
+}
+
+/** The sum field's width in a line: 8 (CRC-32) or 16 (the earlier SHA-256 prefix); null for neither. */
+function sumWidth(sum: string): 8 | 16 | null {
+  return sum.length === 8 ? 8 : sum.length === 16 ? 16 : null;
 }
 
 /** One entry as its line in a segment (with its newline). */
@@ -54,10 +69,12 @@ const MESSAGE_KEY = '","message":';
  */
 function decodeOwnLine(line: string, seq: number): unknown {
   const prefix = `{"seq":${seq},"sum":"`;
-  const at = prefix.length + 16;
-  if (!line.startsWith(prefix) || !line.startsWith(MESSAGE_KEY, at) || line.charCodeAt(line.length - 1) !== 0x7d) return null;
+  if (!line.startsWith(prefix) || line.charCodeAt(line.length - 1) !== 0x7d) return null;
+  const width = line.startsWith(MESSAGE_KEY, prefix.length + 8) ? 8 : line.startsWith(MESSAGE_KEY, prefix.length + 16) ? 16 : null;
+  if (width === null) return null;
+  const at = prefix.length + width;
   const json = line.slice(at + MESSAGE_KEY.length, -1);
-  if (line.slice(prefix.length, at) !== sumOf(seq, json)) return null;
+  if (line.slice(prefix.length, at) !== sumOf(seq, json, width)) return null;
   try {
     return JSON.parse(json) as unknown;
   } catch {
@@ -81,7 +98,8 @@ export function decodeEntryLine(line: string, seq: number, where: string): Decod
   if (rec === null || typeof rec !== 'object' || rec.seq !== seq) {
     return { ok: false, error: new HiveError('E_BAD_MESSAGE', `${where}: line at seq ${seq} says seq ${JSON.stringify(rec?.seq)}`) };
   }
-  if (typeof rec.sum !== 'string' || rec.sum !== sumOf(seq, JSON.stringify(rec.message))) {
+  const width = typeof rec.sum === 'string' ? sumWidth(rec.sum) : null;
+  if (typeof rec.sum !== 'string' || width === null || rec.sum !== sumOf(seq, JSON.stringify(rec.message), width)) {
     return { ok: false, error: new HiveError('E_BAD_MESSAGE', `${where}: line of seq ${seq} fails its checksum (torn or edited by hand)`) };
   }
   const parsed = parseMessage(rec.message);

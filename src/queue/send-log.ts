@@ -57,6 +57,11 @@ export class SendLog {
   private readonly flushing = new Set<Promise<void>>();
   private closed = false;
 
+  /** True while sends go into the log (its writer checks the sender's folder at every group commit). */
+  get open(): boolean {
+    return !this.closed;
+  }
+
   constructor(private readonly root: string) {}
 
   /** A send log over `root`, every sender's existing log recovered (see `recover`). */

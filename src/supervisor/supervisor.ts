@@ -275,7 +275,9 @@ export class Supervisor {
   async send(input: HiveMessageInput): Promise<HiveMessage> {
     const r = parseMessage(input);
     if (!r.ok) throw r.error;
-    if (!fs.existsSync(agentPaths(this.root, r.message.from).dir)) {
+    // The send log's writer checks the sender's folder at each group commit (E_UNKNOWN_AGENT):
+    // a stat here per send is for the outbox-file path only.
+    if (!this.sendLog?.open && !fs.existsSync(agentPaths(this.root, r.message.from).dir)) {
       throw new HiveError('E_UNKNOWN_AGENT', `Sender "${r.message.from}" is not an agent of ${this.root}`);
     }
     const { message, span } = startSend(this.observer?.tracer ?? null, r.message);

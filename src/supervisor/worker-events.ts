@@ -17,12 +17,16 @@ export function relayWorkerEvent(e: WorkerEvent, to: { agents: AgentHosts; route
       if (r) r.context = e.context;
       break;
     }
-    case 'router.delivered':
+    case 'router.delivered': {
+      // The router woke most recipients itself (a direct channel to their host); a second
+      // wake from here cost each turn a comlink call and an empty fetch.
+      const woken = new Set(e.woken ?? []);
       for (const d of e.deliveries) {
-        agents.wake(d.agent);
+        if (!woken.has(d.agent)) agents.wake(d.agent);
         events.emit('delivered', d);
       }
       break;
+    }
     case 'router.rejected':
       for (const item of e.items) {
         events.emit('dead-lettered', { source: `agents/${item.sender}/outbox/${item.ref}`, error: item.error, ...(item.code ? { code: item.code } : {}), agent: item.sender });
