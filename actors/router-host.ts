@@ -6,7 +6,10 @@ import type { MessagePort } from 'node:worker_threads';
 import { createActor, fromPromise } from 'xstate';
 import { watchOutboxes, type OutboxWatcher } from '../src/router/outbox-watcher.ts';
 import { PendingOutboxes } from '../src/router/pending-outboxes.ts';
-import type { RouterHostApi, RouterLinkMessage } from '../src/protocol/worker.ts';
+import type { MainToRouterMessage, RouterHostApi, RouterLinkMessage, RouterToMainMessage } from '../src/protocol/worker.ts';
+import { Ingress, type IngressItem } from '../src/router/ingress.ts';
+import { isRealDirectory } from '../src/fs/regular-file.ts';
+import { agentPaths } from '../src/layout/paths.ts';
 import { beginWorker, exposeWorker, untilStopped, watchActor } from '../src/worker/host.ts';
 import type { HiveMessage } from '../src/protocol/message.ts';
 import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
@@ -50,6 +53,35 @@ const pending = new PendingOutboxes();
 /** The last reason logged for each sender whose outbox could not be routed. */
 const refusedTold = new Map<string, string>();
 
+function senderRefused(sender: string, error: string): void {
+  // Once per sender and reason: a broken outbox is retried every pass, and logged when it changes.
+  if (refusedTold.get(sender) === error) return;
+  refusedTold.set(sender, error);
+  appendEvent(init.root, { type: 'router.sender-refused', agent: sender, error });
+}
+
+/** hive.send()'s messages, posted by the main thread and acknowledged once routed (src/router/ingress.ts). */
+const ingress = new Ingress();
+const routing = ingress.over(transport, (sender, err) => senderRefused(sender, errorMessage(err)));
+let mainPort: MessagePort | null = null;
+
+/** Takes the sends of senders that are agents here; the main thread writes the others to the send log (its writer says why). */
+function acceptSends(items: IngressItem[]): void {
+  const dir = directory();
+  const ok = new Map<string, boolean>();
+  const take: IngressItem[] = [];
+  const refused: number[] = [];
+  for (const item of items) {
+    const from = item.message.from;
+    let fine = ok.get(from);
+    if (fine === undefined) ok.set(from, (fine = dir.senders.has(from) && isRealDirectory(agentPaths(init.root, from).dir)));
+    if (fine) take.push(item);
+    else refused.push(item.tag);
+  }
+  if (refused.length > 0) mainPort?.postMessage({ type: 'refused', tags: refused } satisfies RouterToMainMessage);
+  if (take.length > 0) outboxChanged(ingress.add(take));
+}
+
 /** Senders wrote to their outboxes (none named: look at every outbox) — read them next pass. */
 function outboxChanged(senders?: string[]): void {
   if (pending.mark(senders)) actor.send({ type: 'hive.outbox.changed' });
@@ -83,7 +115,7 @@ const machine = routerMachine.provide({
       const senders = pending.take(dir.senders);
       const report = await routeOnce({
         root: init.root,
-        transport,
+        transport: routing,
         directory: dir,
         ...(senders ? { senders } : {}),
         settings: { hopCap: settings.hopCap, batchPerSender: settings.batchPerSender },
@@ -122,12 +154,10 @@ const machine = routerMachine.provide({
           items: report.rejected.map((r) => ({ sender: r.sender, ref: r.ref, error: r.reason.error, ...(r.reason.code ? { code: r.reason.code } : {}) })),
         });
       }
-      for (const r of report.refused) {
-        // Once per sender and reason: a broken outbox is retried every pass, and logged when it changes.
-        if (refusedTold.get(r.sender) === r.error) continue;
-        refusedTold.set(r.sender, r.error);
-        appendEvent(init.root, { type: 'router.sender-refused', agent: r.sender, error: r.error });
-      }
+      // Sends routed this pass (their deliveries flushed, or dead-lettered): acknowledged.
+      const acked = ingress.takeAcked();
+      if (acked.length > 0) mainPort?.postMessage({ type: 'sent', tags: acked } satisfies RouterToMainMessage);
+      for (const r of report.refused) senderRefused(r.sender, r.error);
       pending.keep(report.moreSenders);
       if (!report.more) trimWhenIdle();
       if (report.shortage !== undefined) waitOutShortage(report.shortage, senders);
@@ -243,6 +273,16 @@ const api: RouterHostApi = {
   },
   kick(senders) {
     outboxChanged(senders);
+  },
+  attachMain(port) {
+    mainPort?.close();
+    mainPort = port;
+    port.on('message', (m: MainToRouterMessage) => {
+      if (m.type === 'kick') {
+        outboxChanged(m.senders ?? undefined);
+      } else acceptSends(m.items);
+    });
+    port.unref();
   },
   attachHost(hostId, agents, port) {
     links.get(hostId)?.port.close();

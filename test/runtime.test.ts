@@ -151,8 +151,10 @@ describe('agent runtime', () => {
     await hive.send({ from: 'client', to: 'broadcast', act: 'query', body: 'all' });
     await waitFor(hive, () => inbox(hive.root, 'client').length === 2, 'both echo agents answer the broadcast');
     expect(inbox(hive.root, 'client').map((m) => m.from).sort()).toEqual(['e1', 'e2']);
+    // Subscribed first: hive.send resolves once the router routed it, here to dead-letter.
+    const deadLettered = nextEvent(hive, 'dead-lettered', (e) => e.code === 'E_UNKNOWN_AGENT');
     await hive.send({ from: 'client', to: 'nobody', act: 'inform', body: 'lost?' });
-    await nextEvent(hive, 'dead-lettered', (e) => e.code === 'E_UNKNOWN_AGENT');
+    await deadLettered;
     const ask = await hive.send({ from: 'client', to: 'e1', act: 'query', body: 'approve?', needs_human: true });
     await waitFor(hive, () => inbox(hive.root, 'god').some((m) => m.id === ask.id), 'the question reaches god');
     expect(inbox(hive.root, 'e1').some((m) => m.id === ask.id)).toBe(false);

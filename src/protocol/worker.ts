@@ -11,6 +11,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { BrainSpec } from '../config/schema.ts';
 import type { DurableTimer } from './timer.ts';
+import type { HiveMessage } from './message.ts';
 import type { MachineView } from './machine-view.ts';
 import type { WorkerTelemetryInit } from '../telemetry/worker.ts';
 import type { RestoreMode, SessionCaps } from '../session/types.ts';
@@ -112,6 +113,19 @@ export interface ActorInfo {
  */
 export type RouterLinkMessage = { type: 'wake'; agents: string[] } | { type: 'kick'; senders: string[] };
 
+/**
+ * The supervisor's main thread → the router, over a channel of their own: kicks (`senders`
+ * null: every outbox), and `hive.send()`'s messages (src/router/ingress.ts).
+ */
+export type MainToRouterMessage = { type: 'kick'; senders: string[] | null } | { type: 'send'; items: { tag: number; message: HiveMessage }[] };
+
+/**
+ * The router → the main thread: sends routed (every recipient's inbox holds them durably, or
+ * they were dead-lettered), and sends it will not take (their sender has no agent folder
+ * here): the main thread writes those to the send log, whose writer gives the reason.
+ */
+export type RouterToMainMessage = { type: 'sent'; tags: number[] } | { type: 'refused'; tags: number[] };
+
 export interface AgentHostApi {
   /**
    * Starts these agents' actors. An agent whose brain cannot be loaded (its module does not
@@ -144,6 +158,8 @@ export interface RouterHostApi {
   start(): Promise<void>;
   /** Outboxes changed (these senders wrote; all when omitted): route soon. */
   kick(senders?: string[]): void;
+  /** Connects the main thread: its kicks and `hive.send()`'s messages, and their acknowledgements. */
+  attachMain(port: MessagePort): void;
   /** Connects an agent host: deliveries to `agents` wake them through `port`. */
   attachHost(hostId: string, agents: string[], port: MessagePort): void;
   /** Updates which agents a linked host carries (runtime spawn into a pool). */

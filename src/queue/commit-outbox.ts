@@ -216,9 +216,10 @@ export function unroutedMessages(records: StateFile[], after: RoutedMark, throug
   return out;
 }
 
-/** Where a pending item came from, as an operator finds it: an outbox file, a send log entry, or a message of a commit record. */
+/** Where a pending item came from, as an operator finds it: an outbox file, a send log entry, a message of a commit record, or a hive.send() routed straight from memory. */
 export function sourceOf(sender: string, ref: string): string {
   if (/^#\d+$/.test(ref)) return `agents/${sender}/sendlog (entry ${ref.slice(1)})`;
+  if (/^!\d+$/.test(ref)) return `hive.send() by ${sender}`;
   const mark = parseCommitRef(ref);
   return mark ? `agents/${sender}/state.wal (commit ${mark.commit}, message ${mark.index + 1})` : `agents/${sender}/outbox/${ref}`;
 }

@@ -1,7 +1,8 @@
 import { clusterInitOf } from './cluster.ts';
-import { MessageChannel } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import * as Comlink from 'comlink/dist/esm/comlink.mjs';
-import type { AgentHostApi, RouterHostApi, WorkerEvent } from '../protocol/worker.ts';
+import type { AgentHostApi, MainToRouterMessage, RouterHostApi, RouterToMainMessage, WorkerEvent } from '../protocol/worker.ts';
+import type { HiveMessage } from '../protocol/message.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { errorMessage } from '../errors.ts';
 import type { HostChild } from './host-child.ts';
@@ -32,10 +33,24 @@ export class RouterChild {
   /** The shortage the router waits out, or null. */
   private paused: string | null = null;
 
+  /** The channel to the router's thread while it runs (kicks and hive.send()'s messages). */
+  private port: MessagePort | null = null;
+  /** Sends posted to the router and not acknowledged yet, by tag. */
+  private readonly outstanding = new Map<number, { message: HiveMessage; resolve: () => void; reject: (err: unknown) => void }>();
+  private nextTag = 1;
+  private toPost: { tag: number; message: HiveMessage }[] = [];
+
+  /**
+   * `fallback`: how a send the router did not acknowledge is made durable instead (the send
+   * log): the router's thread ended first, or it refused the sender.
+   */
   constructor(
     private readonly ctx: SupervisorContext,
     private readonly onEvent: (e: WorkerEvent) => void,
     private readonly hosts: () => LinkableHost[],
+    private readonly fallback: (message: HiveMessage) => Promise<void> = async () => {
+      throw new Error('RouterChild: no fallback for sends');
+    },
   ) {}
 
   /** A router worker, booted but not routing (`start()` begins that). */
@@ -74,6 +89,7 @@ export class RouterChild {
           throw err;
         }
         this.handle = handle;
+        await this.linkMain(handle);
         await Promise.all(this.hosts().map((h) => (h.handle ? this.link(h.id, h.handle, h.agents) : undefined)));
         return handle;
       },
@@ -89,6 +105,69 @@ export class RouterChild {
 
   async stop(): Promise<void> {
     await this.child?.stop();
+    this.unlinkMain(this.port);
+    await Promise.allSettled(this.fallingBack);
+  }
+
+  /** The main thread's own channel to a (re)started router. */
+  private async linkMain(router: WorkerHandle<RouterHostApi>): Promise<void> {
+    const { port1, port2 } = new MessageChannel();
+    await router.call(async (api) => api.attachMain(Comlink.transfer(port1, [port1])));
+    port2.on('message', (m: RouterToMainMessage) => {
+      for (const tag of m.tags) {
+        const o = this.outstanding.get(tag);
+        if (!o) continue;
+        this.outstanding.delete(tag);
+        if (m.type === 'sent') o.resolve();
+        else this.fallBack(o);
+      }
+    });
+    // The router's thread ended (a crash, a stop): what it did not acknowledge goes to the send log.
+    port2.on('close', () => this.unlinkMain(port2));
+    port2.unref();
+    this.unlinkMain(this.port);
+    this.port = port2;
+  }
+
+  private readonly fallingBack = new Set<Promise<void>>();
+
+  private unlinkMain(port: MessagePort | null): void {
+    if (port === null || port !== this.port) return;
+    this.port = null;
+    port.close();
+    const left = [...this.outstanding.values()];
+    this.outstanding.clear();
+    this.toPost = [];
+    for (const o of left) this.fallBack(o);
+  }
+
+  private fallBack(o: { message: HiveMessage; resolve: () => void; reject: (err: unknown) => void }): void {
+    const run = this.fallback(o.message).then(o.resolve, o.reject);
+    this.fallingBack.add(run);
+    void run.finally(() => this.fallingBack.delete(run));
+  }
+
+  /**
+   * hive.send()'s way while the router runs (src/router/ingress.ts): the message goes to the
+   * router's thread, which routes it in its next pass; resolves once every recipient's inbox
+   * holds it durably (or it was dead-lettered with its reason). Null when no router runs:
+   * the caller writes it to the send log instead.
+   */
+  sendDirect(message: HiveMessage): Promise<void> | null {
+    if (this.port === null) return null;
+    return new Promise((resolve, reject) => {
+      const tag = this.nextTag++;
+      this.outstanding.set(tag, { message, resolve, reject });
+      this.toPost.push({ tag, message });
+      // Sends made in one turn of the event loop go as one message to the router.
+      if (this.toPost.length === 1) queueMicrotask(() => this.postSends());
+    });
+  }
+
+  private postSends(): void {
+    const items = this.toPost;
+    this.toPost = [];
+    if (items.length > 0) this.port?.postMessage({ type: 'send', items } satisfies MainToRouterMessage);
   }
 
   /** Gives the router and an agent host a direct channel (wake-ups and kicks skip main). */
@@ -127,7 +206,8 @@ export class RouterChild {
       this.kicked = null;
       if (kicked === null) return;
       const list = kicked === 'all' ? undefined : [...kicked];
-      void this.child?.handle?.call(async (api) => api.kick(list)).catch(() => undefined);
+      if (this.port) this.port.postMessage({ type: 'kick', senders: list ?? null } satisfies MainToRouterMessage);
+      else void this.child?.handle?.call(async (api) => api.kick(list)).catch(() => undefined);
     });
   }
 

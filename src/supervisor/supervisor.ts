@@ -83,7 +83,7 @@ export class Supervisor {
       this.observer?.onWorkerEvent(e);
       relayWorkerEvent(e, { agents: this.agents, router: this.router, events: this.events, memory: this.memory });
     };
-    this.router = new RouterChild(this.ctx, onEvent, () => this.agents.linkable());
+    this.router = new RouterChild(this.ctx, onEvent, () => this.agents.linkable(), (m) => this.sendDurably(m));
     this.agents = new AgentHosts(this.ctx, this.router, onEvent);
     this.memory = new MemoryActors(this.ctx);
   }
@@ -271,20 +271,29 @@ export class Supervisor {
     this.events.emit('stopped', { agent: id });
   }
 
-  /** Validates and durably writes a message (the send log, else an outbox file), then wakes the router. */
+  /**
+   * Validates a message and hands it on: straight to the router while it runs (resolves once
+   * every recipient's inbox holds it durably, src/router/ingress.ts), else durably into the
+   * send log (an outbox file in cluster mode or after the stop), then wakes the router.
+   */
   async send(input: HiveMessageInput): Promise<HiveMessage> {
     const r = parseMessage(input);
     if (!r.ok) throw r.error;
-    // The send log's writer checks the sender's folder at each group commit (E_UNKNOWN_AGENT):
-    // a stat here per send is for the outbox-file path only.
+    // The router and the send log's writer check the sender's folder (E_UNKNOWN_AGENT): a
+    // stat here per send is for the outbox-file path only.
     if (!this.sendLog?.open && !fs.existsSync(agentPaths(this.root, r.message.from).dir)) {
       throw new HiveError('E_UNKNOWN_AGENT', `Sender "${r.message.from}" is not an agent of ${this.root}`);
     }
     const { message, span } = startSend(this.observer?.tracer ?? null, r.message);
-    await (this.sendLog ? this.sendLog.send(message) : writeOutbox(this.root, [message]));
+    await ((this.sendLog ? this.router.sendDirect(message) : null) ?? this.sendDurably(message));
     span?.end();
-    this.kickRouter([message.from]);
     return message;
+  }
+
+  /** A send made durable without the router: the send log (an outbox file in cluster mode or after the stop), then a kick. */
+  private async sendDurably(message: HiveMessage): Promise<void> {
+    await (this.sendLog ? this.sendLog.send(message) : writeOutbox(this.root, [message]));
+    this.kickRouter([message.from]);
   }
 
   /** Open (or all) questions for the people in the loop. */
@@ -336,6 +345,11 @@ export class Supervisor {
   /** The worker hosting an agent, or null: what `hive chaos` and tests end to make a crash. */
   workerOf(agentId: string): Worker | null {
     return this.agents.workerOf(agentId)?.worker ?? null;
+  }
+
+  /** The router's worker, or null (between incarnations): what `hive chaos` and tests end to make it crash. */
+  routerWorker(): Worker | null {
+    return this.router.supervised()?.handle?.worker ?? null;
   }
 
   /** Tells the router that these senders' outboxes changed (all of them when omitted). */

@@ -92,3 +92,15 @@ export function nextEvent<K extends HiveEventName>(
 afterEach(async () => {
   await Promise.all(open.splice(0).map((h) => h.close().catch(() => undefined)));
 });
+
+/**
+ * Ends the router's thread (a crash the supervisor restarts after its backoff) and waits
+ * until the supervisor saw it go: until the router is back, hive.send() writes the send log.
+ * Give the hive a long `restart.backoff.initialMs` to send in that window.
+ */
+export async function crashRouter(hive: Hive): Promise<void> {
+  const worker = hive.supervisor.routerWorker();
+  if (!worker) throw new Error('crashRouter: no router thread runs');
+  await worker.terminate();
+  await waitFor(hive, () => hive.supervisor.routerWorker() === null, 'the router thread gone');
+}
