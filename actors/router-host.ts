@@ -11,6 +11,7 @@ import { Ingress, type IngressItem } from '../src/router/ingress.ts';
 import { isRealDirectory } from '../src/fs/regular-file.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 import { beginWorker, exposeWorker, untilStopped, watchActor } from '../src/worker/host.ts';
+import { coalescedStateReport } from '../src/worker/state-report.ts';
 import type { HiveMessage } from '../src/protocol/message.ts';
 import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
 import { routerMachine } from '../machines/router.ts';
@@ -68,18 +69,9 @@ let mainPort: MessagePort | null = null;
 /** Takes the sends of senders that are agents here; the main thread writes the others to the send log (its writer says why). */
 function acceptSends(items: IngressItem[]): void {
   const dir = directory();
-  const ok = new Map<string, boolean>();
-  const take: IngressItem[] = [];
-  const refused: number[] = [];
-  for (const item of items) {
-    const from = item.message.from;
-    let fine = ok.get(from);
-    if (fine === undefined) ok.set(from, (fine = dir.senders.has(from) && isRealDirectory(agentPaths(init.root, from).dir)));
-    if (fine) take.push(item);
-    else refused.push(item.tag);
-  }
+  const { senders, refused } = ingress.accept(items, (from) => dir.senders.has(from) && isRealDirectory(agentPaths(init.root, from).dir));
   if (refused.length > 0) mainPort?.postMessage({ type: 'refused', tags: refused } satisfies RouterToMainMessage);
-  if (take.length > 0) outboxChanged(ingress.add(take));
+  if (senders.length > 0) outboxChanged(senders);
 }
 
 /** Senders wrote to their outboxes (none named: look at every outbox) — read them next pass. */
@@ -236,7 +228,8 @@ async function reportDurability(js: NonNullable<typeof transport.jetstream>, clu
 }
 
 const actor = createActor(machine);
-watchActor(actor, init.root, 'router', (value) => emit({ type: 'router.state', value }));
+// Coalesced: a pass is routing → idle, and a report per transition woke the main thread twice a pass.
+watchActor(actor, init.root, 'router', coalescedStateReport(100, 'idle', (value) => emit({ type: 'router.state', value })));
 
 let watcher: OutboxWatcher | null = null;
 let stopCommits: (() => void) | null = null;

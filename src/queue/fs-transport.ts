@@ -8,7 +8,7 @@ import { encodeMessage, markSent, readOutbox, writeOutboxAsync } from './outbox.
 import { committedCursor } from './committed-cursor.ts';
 import { FsAgentLink } from './fs-agent-link.ts';
 import { deadLetterData, deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
-import type { PendingItem, Transport } from './transport.ts';
+import type { DeliverOptions, PendingItem, Transport } from './transport.ts';
 import { SendLogSource, parseSendRef } from './send-log.ts';
 import { CommitLogTail, isAfter, MarkWriter, parseCommitRef, readCommitted, readRouted, unroutedMessages, type RoutedMark } from './commit-outbox.ts';
 
@@ -164,8 +164,8 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     async deadLetterCopy(message: HiveMessage, key: string, reason: DeadLetterReason) {
       deadLetterData(root, key, encodeMessage(message), reason, { exactName: true });
     },
-    async deliver(recipient: string, messages: HiveMessage[]) {
-      const outcomes = await writerOf(recipient).append(messages);
+    async deliver(recipient: string, messages: HiveMessage[], deliverOptions?: DeliverOptions) {
+      const outcomes = await writerOf(recipient).append(messages, { inlineFlush: deliverOptions?.alone === true });
       if (outcomes.some((o) => o.status === 'delivered')) notify([recipient]);
       return outcomes;
     },

@@ -33,9 +33,11 @@ export interface Transport {
 
   /**
    * Delivers messages to one recipient: gap-free seq numbers, idempotent on id. Rejects
-   * with `E_UNKNOWN_AGENT` when the recipient has no inbox.
+   * with `E_UNKNOWN_AGENT` when the recipient has no inbox. `options.alone`: no other
+   * delivery runs beside this one (a pass with one recipient), so its flush may block the
+   * thread instead of going through a thread pool and back.
    */
-  deliver(recipient: string, messages: HiveMessage[]): Promise<DeliveryOutcome[]>;
+  deliver(recipient: string, messages: HiveMessage[], options?: DeliverOptions): Promise<DeliveryOutcome[]>;
   /** Delivered entries with seq > afterSeq, in order; invalid entries are dead-lettered. */
   read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]>;
   /** The recipient's committed cursor: the last seq its last commit handled (0 before any). */
@@ -101,6 +103,10 @@ export interface RestoredAgent {
   lastSession: SessionTurn[];
   /** The messages the last commit emitted. */
   messages: HiveMessage[];
+}
+
+export interface DeliverOptions {
+  alone?: boolean;
 }
 
 export interface PendingItem {

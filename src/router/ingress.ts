@@ -35,16 +35,27 @@ export class Ingress {
   private readonly bySender = new Map<string, Map<number, HiveMessage>>();
   private acked: number[] = [];
 
-  /** Queues sends; returns their senders (to route next). */
-  add(items: IngressItem[]): string[] {
-    const senders = new Set<string>();
+  /**
+   * Queues the sends whose sender `maySend` (asked once per sender); returns their senders
+   * (to route next) and the tags of the others (the main thread writes those to the send
+   * log, whose writer gives the reason).
+   */
+  accept(items: IngressItem[], maySend: (sender: string) => boolean): { senders: string[]; refused: number[] } {
+    const verdict = new Map<string, boolean>();
+    const refused: number[] = [];
     for (const { tag, message } of items) {
-      let q = this.bySender.get(message.from);
-      if (!q) this.bySender.set(message.from, (q = new Map()));
+      const from = message.from;
+      let ok = verdict.get(from);
+      if (ok === undefined) verdict.set(from, (ok = maySend(from)));
+      if (!ok) {
+        refused.push(tag);
+        continue;
+      }
+      let q = this.bySender.get(from);
+      if (!q) this.bySender.set(from, (q = new Map()));
       q.set(tag, message);
-      senders.add(message.from);
     }
-    return [...senders];
+    return { senders: [...verdict].filter(([, ok]) => ok).map(([s]) => s), refused };
   }
 
   /** Tags routed (or dead-lettered) since the last call: the sends to acknowledge. */
@@ -114,7 +125,7 @@ export class Ingress {
       settle,
       reject,
       deadLetterCopy: (m, key, reason) => inner.deadLetterCopy(m, key, reason),
-      deliver: (to, m) => inner.deliver(to, m),
+      deliver: (to, m, options) => inner.deliver(to, m, options),
       read: (to, after, limit) => inner.read(to, after, limit),
       cursor: (to) => inner.cursor(to),
       depth: (to) => inner.depth(to),

@@ -267,7 +267,7 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
     const startedAt = performance.timeOrigin + performance.now();
     let outcomes: DeliveryOutcome[];
     try {
-      outcomes = await transport.deliver(recipient, messages);
+      outcomes = await transport.deliver(recipient, messages, { alone: byRecipient.size === 1 });
     } catch (err) {
       if (!isRecipientProblem(err)) throw err; // anything else is a bug or a full disk: let it crash or wait
       undeliverable.push({ recipient, messages, error: err });
