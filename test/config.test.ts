@@ -14,7 +14,7 @@ describe('hive config validation', () => {
     const c = parseConfig({ root: './hive', agents: [{ id: 'm', brain: { kind: 'module', module: './brains/m.ts' } }] }, '/base');
     expect(c.root).toBe('/base/hive');
     expect(c.agents[0]!.brain).toMatchObject({ module: '/base/brains/m.ts' });
-    expect(c.router).toEqual({ pollMs: 2_000, hopCap: 12, batchPerSender: 256, sentCap: 1_000 });
+    expect(c.router).toEqual({ pollMs: 2_000, hopCap: 12, batchPerSender: 1_024, sentCap: 1_000 });
     expect(c.supervisor.restart).toEqual({ maxRestarts: 5, withinMs: 60_000, backoff: { initialMs: 100, maxMs: 10_000, factor: 2, jitter: 0.2 } });
   });
 

@@ -95,4 +95,28 @@ describe('the commit log waits for the router before it wraps', () => {
     await drain(root);
     expectEachOnce(root, sent);
   });
+
+  it('a line over a quarter of the log grows the log to hold four such lines: big batches append, not checkpoint every commit', async () => {
+    const root = await hive();
+    const link = new FsAgentLink(root, 'a', { pollMs: 60_000 });
+    await link.restore();
+    const t = createFsTransport(root);
+    // ~40 KiB lines (a turn of 128 replies is about that): more than half the 64 KiB log.
+    const big = (turns: number): PersistedAgentContext => ({ ...context(turns), brainState: { pad: 'x'.repeat(40_000) } });
+    const sent: HiveMessage[] = [];
+    for (let i = 1; i <= 12; i++) {
+      const m = note(i);
+      sent.push(m);
+      await link.commit(big(i), [m]);
+      await routeOnce({ root, transport: t, settings: { ...DEFAULT_ROUTER_SETTINGS, settleMs: 0 } });
+    }
+    link.close();
+    // Grown once at the first wrap (to 256 KiB: four 40 KiB lines fit), then plain appends:
+    // the log holds the newest commits as lines, and state.json is not rewritten each turn.
+    expect(fs.statSync(agentPaths(root, 'a').stateWal).size).toBe(256 * 1024);
+    const checkpoint = JSON.parse(fs.readFileSync(agentPaths(root, 'a').state, 'utf8')) as { commit: number };
+    expect(checkpoint.commit).toBeLessThan(10);
+    await drain(root);
+    expectEachOnce(root, sent);
+  });
 });

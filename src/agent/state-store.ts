@@ -184,7 +184,7 @@ export class StateStore {
   write({ record, line, wraps }: PreparedCommit): StateFile {
     if (record.commit !== this.commit + 1) throw new HiveError('E_CONFLICT', `commit ${record.commit} of agent "${this.agentId}" was prepared before commit ${this.commit}`);
     if (wraps) {
-      this.checkpoint(record);
+      this.checkpoint(record, line.length);
       return this.written(record);
     }
     const fd = this.open();
@@ -207,17 +207,24 @@ export class StateStore {
     return record;
   }
 
-  /** Writes `record` as state.json atomically; the log starts again at offset 0. */
-  checkpoint(record: StateFile): void {
+  /**
+   * Writes `record` as state.json atomically; the log starts again at offset 0. The log
+   * doubles (up to 1 MiB) when the router was behind, and until it holds four lines the
+   * size of `lineBytes` (the one that did not fit): a turn of a big batch (turnBatch 128
+   * replies is ~50 KB) would otherwise checkpoint every commit, two flushes and a rename
+   * instead of one flush.
+   */
+  checkpoint(record: StateFile, lineBytes = 0): void {
     const spilled = this.beforeWrap();
     writeJsonAtomic(this.p.state, record);
     this.commit = Math.max(this.commit, record.commit);
     this.offset = 0;
     this.markCommitted(record.commit);
-    if (spilled > 0 && !this.fixedSize && this.walBytes < MAX_WAL_BYTES) {
-      this.walBytes *= 2;
-      this.close(); // the next append preallocates the bigger log (open)
-    }
+    if (this.fixedSize) return;
+    const before = this.walBytes;
+    if (spilled > 0) this.walBytes = Math.min(MAX_WAL_BYTES, this.walBytes * 2);
+    while (lineBytes * 4 > this.walBytes && this.walBytes < MAX_WAL_BYTES) this.walBytes *= 2;
+    if (this.walBytes !== before) this.close(); // the next append preallocates the bigger log (open)
   }
 
   close(): void {

@@ -206,11 +206,11 @@ export const HiveConfigSchema = z
       .object({
         pollMs: positiveInt.default(2_000),
         hopCap: positiveInt.default(12),
-        batchPerSender: positiveInt.default(256),
+        batchPerSender: positiveInt.default(1_024),
         sentCap: positiveInt.default(1_000),
       })
       .strict()
-      .default({ pollMs: 2_000, hopCap: 12, batchPerSender: 256, sentCap: 1_000 }),
+      .default({ pollMs: 2_000, hopCap: 12, batchPerSender: 1_024, sentCap: 1_000 }),
     supervisor: z
       .object({
         restart: z
@@ -230,7 +230,7 @@ export const HiveConfigSchema = z
         /** Safety poll of each inbox, in ms (deliveries also wake actors directly). */
         inboxPollMs: positiveInt.default(2_000),
         /** Inbox entries handled per commit by fast brains (echo, module). */
-        turnBatch: positiveInt.default(32),
+        turnBatch: positiveInt.default(128),
         doneCap: positiveInt.default(5_000),
         /** In-place retries of a failed brain turn (non-zero exit, timeout, HTTP error). */
         brainRetries: z.number().int().min(0).default(2),
@@ -252,7 +252,7 @@ export const HiveConfigSchema = z
         stopGraceMs: 5_000,
         poisonAfter: 3,
         inboxPollMs: 2_000,
-        turnBatch: 32,
+        turnBatch: 128,
         doneCap: 5_000,
         brainRetries: 2,
         turnTimeoutMs: 600_000,

@@ -52,7 +52,7 @@ export interface RouterSettings {
   batchPerSender: number;
 }
 
-export const DEFAULT_ROUTER_SETTINGS: RouterSettings = { hopCap: 12, batchPerSender: 256, settleMs: 2_000 };
+export const DEFAULT_ROUTER_SETTINGS: RouterSettings = { hopCap: 12, batchPerSender: 1_024, settleMs: 2_000 };
 
 export type Decision =
   | { kind: 'route'; recipients: string[] }
