@@ -51,20 +51,24 @@ const noRedis = redisUnavailable();
 if (noRedis) skipped.redis = noRedis;
 else peers.push(await startRedisPeer(path.join(base, 'redis'), AGENTS));
 
-// Warm-up: every system handles backlogs until its rate settles (two in a row within 10 %,
-// at least WARM_MIN and at most WARM_MAX of them) and a few round trips before anything is
-// timed: page cache, and the JIT of every isolate (Hive compiles its code in each of its
-// worker threads; --perf showed a fifth of its CPU in the optimizing compiler after one
-// warm-up backlog, and its rate still rising by half over the next ten).
-const WARM_MIN = Number(process.env.BENCH_WARM_MIN ?? 3);
-const WARM_MAX = Number(process.env.BENCH_WARM_MAX ?? 12);
+// Warm-up: every system handles backlogs until its rate settles (the last three within
+// 10 % of each other, at least WARM_MIN and at most WARM_MAX backlogs) and a few round
+// trips before anything is timed: page cache, and the JIT of every isolate (Hive compiles
+// its code in each of its worker threads; --perf showed a fifth of its CPU in the
+// optimizing compiler after one warm-up backlog, and two backlogs within 10 % of each other
+// still left it rising by half over the next ten).
+const WARM_MIN = Number(process.env.BENCH_WARM_MIN ?? 5);
+const WARM_MAX = Number(process.env.BENCH_WARM_MAX ?? 15);
+const settled = (rates: number[]) => {
+  const last = rates.slice(-3);
+  return last.length === 3 && Math.max(...last) <= 1.1 * Math.min(...last);
+};
 const warmUp: Record<string, number[]> = {};
 for (const p of peers) {
   const rates = (warmUp[p.name] = [] as number[]);
   while (rates.length < WARM_MAX) {
     rates.push((await backlog(p, REQUESTS, `warm${rates.length}`)).pairsPerSecond);
-    const [a, b] = rates.slice(-2);
-    if (rates.length >= WARM_MIN && a !== undefined && b !== undefined && Math.abs(b - a) <= 0.1 * a) break;
+    if (rates.length >= WARM_MIN && settled(rates)) break;
   }
   await roundTrips(p, 50, 'warm-rtt');
 }

@@ -3,7 +3,7 @@ import type { PersistedAgentContext } from '../../machines/agent.ts';
 import { StateStore, type SessionTurn } from '../agent/state-store.ts';
 import { restoreAgentState } from '../agent/restore.ts';
 import { spillUnrouted } from '../agent/spill.ts';
-import { commitCursor } from './cursor.ts';
+import { commitCursor, mirrorCursorAsync } from './cursor.ts';
 import { isAfter, readRouted } from './commit-outbox.ts';
 import { InboxReader, type InboxEntry } from './inbox.ts';
 import type { AgentLink, RestoredAgent } from './transport.ts';
@@ -87,7 +87,7 @@ export class FsAgentLink implements AgentLink {
     }
     const record = this.store.write(prepared);
     this.cursor = context.cursor;
-    this.mirror ??= unref(setTimeout(() => this.mirrorCursor(), MIRROR_DELAY_MS));
+    this.mirror ??= unref(setTimeout(() => this.mirrorCursorSoon(), MIRROR_DELAY_MS));
     return record.commit;
   }
 
@@ -167,18 +167,39 @@ export class FsAgentLink implements AgentLink {
     if (this.poll) clearInterval(this.poll);
     this.poll = null;
     this.listeners.clear();
-    if (this.mirror) this.mirrorCursor();
+    if (this.mirroring) {
+      // The last word is the latest cursor: written once the write under way has landed.
+      const last = this.cursor;
+      if (this.mirror) clearTimeout(this.mirror);
+      this.mirror = null;
+      void this.mirroring.then(() => this.mirrorCursor(last));
+    } else if (this.mirror) this.mirrorCursor();
     this.store?.close();
     this.store = null;
     this.onClose();
   }
 
-  /** `cursor.json` mirrors the committed cursor, lazily; the commit record is the truth. */
-  private mirrorCursor(): void {
+  /** One mirror write at a time (a later one must not be renamed over by an earlier). */
+  private mirroring: Promise<void> | null = null;
+
+  /** The lazy mirror, written off this thread (src/queue/cursor.ts, mirrorCursorAsync). */
+  private mirrorCursorSoon(): void {
+    this.mirror = null;
+    if (this.closed) return;
+    if (this.mirroring) {
+      this.mirror = unref(setTimeout(() => this.mirrorCursorSoon(), MIRROR_DELAY_MS));
+      return;
+    }
+    const run = mirrorCursorAsync(this.root, this.agentId, this.cursor).catch(() => undefined); // a mirror
+    this.mirroring = run.finally(() => (this.mirroring = null));
+  }
+
+  /** `cursor.json` mirrors the committed cursor, lazily; the commit record is the truth. At close: written before it returns. */
+  private mirrorCursor(seq = this.cursor): void {
     if (this.mirror) clearTimeout(this.mirror);
     this.mirror = null;
     try {
-      commitCursor(this.root, this.agentId, this.cursor, { durable: false });
+      commitCursor(this.root, this.agentId, seq, { durable: false });
     } catch {
       // a mirror
     }

@@ -177,7 +177,8 @@ export class HiveObserver {
       case 'actor.processed':
         // A brain may have written memory.md during the turn. One stat tells whether it did;
         // a git run for every busy turn would compete with the queues for the disk.
-        if (this.memoryChanged(e.agent)) this.note(`memory of ${e.agent}`);
+        // (Only for the audit trail: without one, nothing is noted.)
+        if (this.audit && this.memoryChanged(e.agent)) this.note(`memory of ${e.agent}`);
         // One line a committed turn, written here, off the agent's path: what it handled and
         // sent, and how long it thought (the inspector's conversation view reads it). The
         // turns of one tick go out in one append (a busy hive commits hundreds a second).
