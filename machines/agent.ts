@@ -68,6 +68,8 @@ export interface AgentInput {
 }
 
 export interface FetchInput {
+  /** Whose inbox (one provided machine can serve every agent of a worker). */
+  agentId: string;
   cursor: number;
   timers: DurableTimer[];
 }
@@ -152,7 +154,7 @@ export const agentMachine = setup({
       entry: assign({ wakePending: false }),
       invoke: {
         src: 'fetchWork',
-        input: ({ context }) => ({ cursor: context.cursor, timers: context.timers }),
+        input: ({ context }) => ({ agentId: context.agentId, cursor: context.cursor, timers: context.timers }),
         onDone: [
           {
             guard: ({ event }) => event.output?.poison != null,

@@ -58,6 +58,36 @@ export interface AgentActorOptions {
   transport?: Transport;
 }
 
+/** The actors of this thread by agent id: what the provided machine's effects run on. */
+const hosted = new Map<string, AgentActor>();
+
+function actorOf(agentId: string): AgentActor {
+  const a = hosted.get(agentId);
+  if (!a) throw new HiveError('E_STOPPED', `No actor of agent "${agentId}" runs in this thread`);
+  return a;
+}
+
+let provided: ReturnType<typeof agentMachine.provide> | null = null;
+
+/**
+ * The agent machine with its effects, made once per thread for all its actors: each
+ * effect finds its actor by the agent id in its input. `provide` rebuilds the machine's
+ * state nodes, and a pooled host starting 100 agents did that 100 times in cold code.
+ */
+function providedMachine(): ReturnType<typeof agentMachine.provide> {
+  provided ??= agentMachine.provide({
+    actors: {
+      fetchWork: fromPromise(async ({ input }) => actorOf(input.agentId).effects.fetchWork(input.cursor, input.timers)),
+      // Not run through the shortage gate as a whole: a full disk must not ask the brain
+      // again. The turn's own writes are (the invalid-draft dead letters, the session).
+      think: fromPromise(async ({ input }) => actorOf(input.context.agentId).effects.think(input.context, input.work)),
+      commit: fromPromise(async ({ input }) => actorOf(input.next.agentId).effects.commit(input.next, input.messages)),
+      rejectPoison: fromPromise(async ({ input }) => actorOf(input.next.agentId).effects.rejectPoison(input.next, input.poison)),
+    },
+  });
+  return provided;
+}
+
 /**
  * One agent actor: the pure agent machine wired to the hive folder and a brain.
  * @example
@@ -95,6 +125,14 @@ export class AgentActor {
   private readonly transport: Transport;
   /** The agent's side of the transport: its inbox, its commits, word of new work. */
   private readonly link: AgentLink;
+
+  /** The machine's effects for this actor (run by the thread's provided machine). */
+  readonly effects = {
+    fetchWork: (cursor: number, timers: DurableTimer[]) => this.runStep(() => this.fetchWork(cursor, timers)),
+    think: (context: PersistedAgentContext, work: Work) => this.think(context, work),
+    commit: (next: PersistedAgentContext, messages: TurnResult['messages']) => this.commit(next, messages),
+    rejectPoison: (next: PersistedAgentContext, poison: WorkEntry & { attempts: number; lastError?: string }) => this.rejectPoison(next, poison),
+  };
 
   constructor(private readonly o: AgentActorOptions) {
     this.id = o.spec.id;
@@ -143,20 +181,13 @@ export class AgentActor {
     if (this.o.spec.forgiveCrash && this.inflight?.pid === process.pid) this.inflight = { ...this.inflight, attempts: Math.max(0, this.inflight.attempts - 1) };
     // The last commit's messages may not be routed yet: the router reads them from the record.
     if (restored.commit > 0) this.o.emit({ type: 'outbox.written', agent: this.id, count: 0 });
-    const machine = agentMachine.provide({
-      actors: {
-        fetchWork: fromPromise(async ({ input }) => this.runStep(() => this.fetchWork(input.cursor, input.timers))),
-        // Not run through the shortage gate as a whole: a full disk must not ask the brain
-        // again. The turn's own writes are (the invalid-draft dead letters, the session).
-        think: fromPromise(async ({ input }) => this.think(input.context, input.work)),
-        commit: fromPromise(async ({ input }) => this.commit(input.next, input.messages)),
-        rejectPoison: fromPromise(async ({ input }) => this.rejectPoison(input.next, input.poison)),
-      },
-    });
+    const machine = providedMachine();
+    hosted.set(this.id, this);
     // Restore from JSON the XState way: resolve the persisted snapshot, then start from it.
+    // (Its agentId is this actor's: the provided machine finds the actor by it.)
     const snapshot = machine.resolveState({
       value: 'idle',
-      context: { ...restored.context, work: null, result: null, wakePending: true, stopRequested: false } satisfies AgentContext,
+      context: { ...restored.context, agentId: this.id, work: null, result: null, wakePending: true, stopRequested: false } satisfies AgentContext,
     });
     this.actor = createActor(machine, { snapshot, input: { agentId: this.id } });
     this.contextReport = new ContextReporter(this.id, this.o.emit, this.clock, this.o.brain.describe?.bind(this.o.brain));
@@ -215,6 +246,7 @@ export class AgentActor {
         },
       });
     });
+    if (hosted.get(this.id) === this) hosted.delete(this.id);
     this.marker?.close();
     this.link.close();
     await this.o.brain.close?.();
