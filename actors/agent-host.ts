@@ -11,7 +11,7 @@ import { AgentActor } from '../src/agent/agent-actor.ts';
 import { openHostTransport } from '../src/queue/open-transport.ts';
 import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';
-import { appendEvent } from '../src/log/event-log.ts';
+import { appendEvent, gatherEvents } from '../src/log/event-log.ts';
 import { startWorkerTelemetry } from '../src/telemetry/worker.ts';
 import { otelEnvFor } from '../src/telemetry/env.ts';
 import { resolveSocketPath } from '../src/net/socket-path.ts';
@@ -88,28 +88,34 @@ async function startOne(spec: HostedAgentSpec, brain: Awaited<ReturnType<typeof 
   return info;
 }
 
+/** Starts the actors of `specs` one after another; brains that cannot load, and states that no longer fit them, are reported as failed. */
+async function startEach(specs: HostedAgentSpec[]): Promise<{ started: ActorInfo[]; failed: BrainLoadFailure[] }> {
+  const started: ActorInfo[] = [];
+  const failed: BrainLoadFailure[] = [];
+  for (const spec of specs) {
+    const brain = await loadBrain(spec);
+    if ('error' in brain && 'agent' in brain) {
+      failed.push(brain);
+      continue;
+    }
+    try {
+      started.push(await startOne(spec, brain));
+    } catch (err) {
+      // Its committed state does not fit its brain any more (a machine changed under it):
+      // a configuration matter, reported as one; nothing of the state is touched.
+      if ((err as { code?: string }).code !== 'E_BAD_SNAPSHOT') throw err;
+      actors.delete(spec.id);
+      await brain.close?.();
+      failed.push({ agent: spec.id, error: errorMessage(err) });
+    }
+  }
+  return { started, failed };
+}
+
 const api: AgentHostApi = {
   async startActors(specs) {
-    const started: ActorInfo[] = [];
-    const failed: BrainLoadFailure[] = [];
-    for (const spec of specs) {
-      const brain = await loadBrain(spec);
-      if ('error' in brain && 'agent' in brain) {
-        failed.push(brain);
-        continue;
-      }
-      try {
-        started.push(await startOne(spec, brain));
-      } catch (err) {
-        // Its committed state does not fit its brain any more (a machine changed under it):
-        // a configuration matter, reported as one; nothing of the state is touched.
-        if ((err as { code?: string }).code !== 'E_BAD_SNAPSHOT') throw err;
-        actors.delete(spec.id);
-        await brain.close?.();
-        failed.push({ agent: spec.id, error: errorMessage(err) });
-      }
-    }
-    return { started, failed };
+    // Their log lines (actor.restored, actor.started) go out as one append at the end.
+    return gatherEvents(init.root, () => startEach(specs));
   },
   wake(ids) {
     transport.notify(ids);

@@ -21,6 +21,10 @@ export interface LoggedEvent extends HiveEvent {
  */
 export function appendEvent(root: string, event: HiveEvent, now: Date = new Date()): void {
   const line: LoggedEvent = { at: now.toISOString(), pid: process.pid, ...event };
+  if (gathering?.root === root) {
+    gathering.lines.push(`${JSON.stringify(line)}\n`);
+    return;
+  }
   try {
     appendLines(hivePaths(root).log, `${JSON.stringify(line)}\n`);
   } catch {
@@ -37,5 +41,31 @@ export function appendEvents(root: string, events: HiveEvent[], now: Date = new 
     appendLines(hivePaths(root).log, text);
   } catch {
     // best-effort, as appendEvent
+  }
+}
+
+let gathering: { root: string; lines: string[] } | null = null;
+
+/**
+ * Runs `fn` with this thread's `appendEvent` lines for `root` gathered and written with one
+ * append when it ends (returns or throws). A pooled host starting 100 agents logged two lines
+ * for each, and the appends of a hundred threads to one file wait on each other (the file's
+ * lock): at 10,000 agents those were most of the writes of the start.
+ */
+export async function gatherEvents<T>(root: string, fn: () => Promise<T>): Promise<T> {
+  if (gathering !== null) return fn();
+  gathering = { root, lines: [] };
+  try {
+    return await fn();
+  } finally {
+    const { lines } = gathering;
+    gathering = null;
+    if (lines.length > 0) {
+      try {
+        appendLines(hivePaths(root).log, lines.join(''));
+      } catch {
+        // best-effort, as appendEvent
+      }
+    }
   }
 }
