@@ -45,7 +45,8 @@ describe('router: pending outboxes', () => {
     p.mark(['client']);
     const second = p.take(all);
     expect(second.has('client')).toBe(true);
-    expect(second.size).toBe(101);
+    // Beside a sender that asked, a small slice (16): its messages wait for the whole pass.
+    expect(second.size).toBe(17);
     const seen = new Set([...first, ...second]);
     while (p.sweeping()) for (const s of p.take(all)) seen.add(s);
     expect(seen.size).toBe(1_001); // every outbox once, and the client
