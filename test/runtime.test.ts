@@ -135,6 +135,25 @@ describe('agent runtime', () => {
     await waitFor(hive, () => inbox(hive.root, 'client').some((m) => m.from === 'echo'), 'other agents still answer');
   });
 
+  it('a pooled host of 60 agents given up on: god is told, naming five of them in the subject and all in the body, and the hive keeps running', async () => {
+    const mates = Array.from({ length: 59 }, (_, i) => ({ id: `a-pool-mate-with-a-long-name-${i}`, brain: { kind: 'echo' as const }, host: 'pool' }));
+    const hive = await startHive(
+      fastConfig({
+        agents: [{ id: 'w', brain: crashy, host: 'pool' }, ...mates, { id: 'echo', brain: { kind: 'echo' } }, client],
+        supervisor: { poisonAfter: 50, restart: { maxRestarts: 2, withinMs: 60_000 } },
+      }),
+    );
+    const failed = nextEvent(hive, 'failed', (e) => e.agents.includes('w'));
+    await hive.send({ from: 'client', to: 'w', act: 'request', body: 'exit' });
+    expect((await failed).agents).toHaveLength(60);
+    await waitFor(hive, () => inbox(hive.root, 'god').some((m) => m.subject?.endsWith('and 55 more failed')), 'god notice');
+    const notice = inbox(hive.root, 'god').find((m) => m.subject?.endsWith('and 55 more failed'))!;
+    expect(notice.subject!.length).toBeLessThanOrEqual(500);
+    for (const m of mates) expect(notice.body).toContain(m.id);
+    await hive.send({ from: 'client', to: 'echo', act: 'request', body: 'still alive?' });
+    await waitFor(hive, () => inbox(hive.root, 'client').some((m) => m.from === 'echo'), 'other agents still answer');
+  });
+
   it('the hop cap stops a reply loop: dead-letter plus a notice to god', async () => {
     const pingPong = { kind: 'module' as const, module: path.join(FIXTURES, 'brains', 'ping-pong.ts') };
     const hive = await startHive(fastConfig({ agents: [{ id: 'a', brain: pingPong }, { id: 'b', brain: pingPong }], router: { hopCap: 5 } }));

@@ -1,4 +1,4 @@
-import { createMessage, parseMessage, type HiveMessage } from '../protocol/message.ts';
+import { MAX_BODY_CHARS, MAX_SUBJECT_CHARS, createMessage, parseMessage, type HiveMessage } from '../protocol/message.ts';
 import { deriveId, stableId } from '../protocol/ids.ts';
 import type { BrainInput, DurableTimer, Draft, TimerRequest } from '../brains/types.ts';
 
@@ -62,15 +62,24 @@ export function nextTimers(
   return [...kept, ...added].sort((a, b) => a.at - b.at);
 }
 
-/** A notice to god, for messages the runtime itself writes (poison, failures). */
+/** `text` cut to `max` characters, ending with an ellipsis when it was longer. */
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/**
+ * A notice to god, for messages the runtime itself writes (poison, failures). Subject and
+ * body are cut to the message limits: a notice naming 100 agents of a failed pooled host
+ * must not fail the schema (that threw out of the supervisor and ended it).
+ */
 export function godNotice(kind: string, key: string, subject: string, body: string, inReplyTo: string | null = null): HiveMessage {
   return createMessage({
     id: stableId(kind, key),
     from: 'hive',
     to: 'god',
     act: 'inform',
-    subject,
-    body,
+    subject: clip(subject, MAX_SUBJECT_CHARS),
+    body: clip(body, MAX_BODY_CHARS),
     in_reply_to: inReplyTo,
     requires_reply: false,
   });

@@ -56,11 +56,13 @@ async function reportFailed(
   onFailed?.(agents);
   ctx.observer()?.note(`${id} failed`);
   const what = agents.length > 0 ? `agent(s) ${agents.join(', ')}` : id;
+  // The subject names a few (a pooled host carries a hundred); the body names them all.
+  const named = agents.length > 5 ? `agent(s) ${agents.slice(0, 5).join(', ')} and ${agents.length - 5} more` : what;
   ctx.notices.post(
     godNotice(
       'failed',
       `${id}/${Date.now()}`,
-      `${what} failed`,
+      `${named} failed`,
       `The worker of ${what} crashed ${info.restarts + 1} times within ${ctx.config.supervisor.restart.withinMs} ms and was not restarted. ` +
         `Last error: ${info.error}. The rest of the hive keeps running; fix the cause and spawn it again.`,
     ),
