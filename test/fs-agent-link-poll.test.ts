@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 import { FsAgentLink } from '../src/queue/fs-agent-link.ts';
@@ -36,5 +36,43 @@ describe('fs agent link: the safety poll of an idle agent', () => {
     tick(); // the 15th unchanged tick: a wake anyway (a listener that missed one hears again)
     expect(woken).toBe(3);
     link.close();
+  });
+
+  it('the links of one transport share one poll timer, and their every-15th-tick wakes are spread over its ticks', async () => {
+    const root = tempRoot();
+    await ensureHive(root);
+    const ids = Array.from({ length: 30 }, (_, i) => `a${i}`);
+    for (const id of ids) await ensureAgent(root, { id, brain: { kind: 'echo' } });
+    const intervals = vi.spyOn(globalThis, 'setInterval');
+    const cleared = vi.spyOn(globalThis, 'clearInterval');
+    try {
+      const t = createFsTransport(root, { pollMs: 3_600_000 }); // ticks are driven by hand
+      const wakes = new Map<string, number>(ids.map((id) => [id, 0]));
+      const links = ids.map((id) => {
+        const link = t.agent(id);
+        link.onWork(() => wakes.set(id, wakes.get(id)! + 1));
+        return link;
+      });
+      expect(intervals).toHaveBeenCalledTimes(1); // 30 links, one timer
+      const tick = intervals.mock.calls[0]![0] as () => void;
+      tick(); // every link's first look
+      expect([...wakes.values()].every((n) => n === 1)).toBe(true);
+      // Idle from here: over the next 15 ticks each link wakes once, and never all on one tick.
+      const perTick: number[] = [];
+      for (let i = 0; i < 15; i++) {
+        const before = [...wakes.values()].reduce((a, b) => a + b, 0);
+        tick();
+        perTick.push([...wakes.values()].reduce((a, b) => a + b, 0) - before);
+      }
+      expect([...wakes.values()].every((n) => n === 2)).toBe(true);
+      expect(Math.max(...perTick)).toBe(2); // 30 links over 15 ticks
+      for (const link of links.slice(0, 29)) link.close();
+      expect(cleared).not.toHaveBeenCalled(); // one link still listens: the timer stays
+      t.close();
+      expect(cleared).toHaveBeenCalledTimes(1);
+    } finally {
+      intervals.mockRestore();
+      cleared.mockRestore();
+    }
   });
 });

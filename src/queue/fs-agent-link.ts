@@ -16,6 +16,17 @@ import path from 'node:path';
 export interface FsAgentLinkOptions {
   /** How often the link tells its listener to look for work without being told of any (ms). */
   pollMs: number;
+  /**
+   * Runs `tick` every `pollMs` on a timer shared with the other links of its transport;
+   * returns its cancel. Without it the link keeps a timer of its own.
+   */
+  schedule?: (tick: () => void) => () => void;
+  /**
+   * Where this link's count toward its every-15th-tick wake starts (0–14): the links of a
+   * shared timer tick together, and without a spread they would all wake their actors on
+   * the same tick (10,000 inbox reads at once every 30 s).
+   */
+  phase?: number;
 }
 
 /** How long after a commit `cursor.json` (a mirror for people and tools) is rewritten. */
@@ -38,7 +49,7 @@ export class FsAgentLink implements AgentLink {
   private store: StateStore | null = null;
   private readonly reader: InboxReader;
   private readonly listeners = new Set<() => void>();
-  private poll: NodeJS.Timeout | null = null;
+  private poll: (() => void) | null = null;
   private mirror: NodeJS.Timeout | null = null;
   private cursor = 0;
   private closed = false;
@@ -50,6 +61,7 @@ export class FsAgentLink implements AgentLink {
     private readonly onClose: () => void = () => undefined,
   ) {
     this.reader = new InboxReader(root, agentId);
+    this.phase = (options.phase ?? 0) % POLL_ANYWAY_EVERY;
     this.syncedFile = path.join(agentPaths(root, agentId).inbox, SYNCED_NAME);
   }
 
@@ -122,11 +134,11 @@ export class FsAgentLink implements AgentLink {
 
   onWork(listener: () => void): () => void {
     this.listeners.add(listener);
-    this.poll ??= unref(setInterval(() => this.pollTick(), this.options.pollMs));
+    this.poll ??= (this.options.schedule ?? ownTimer(this.options.pollMs))(() => this.pollTick());
     return () => {
       this.listeners.delete(listener);
       if (this.listeners.size === 0 && this.poll) {
-        clearInterval(this.poll);
+        this.poll();
         this.poll = null;
       }
     };
@@ -138,6 +150,7 @@ export class FsAgentLink implements AgentLink {
   }
 
   private polled = '';
+  private readonly phase: number;
   private ticks = 0;
 
   /**
@@ -154,17 +167,20 @@ export class FsAgentLink implements AgentLink {
     } catch {
       seen = 'none';
     }
+    const first = this.polled === '';
     const due = seen !== this.polled || ++this.ticks >= POLL_ANYWAY_EVERY;
     this.polled = seen;
     if (!due) return;
-    this.ticks = 0;
+    // After the first look the count starts from the link's phase, so links that looked
+    // first together wake on different ticks from then on.
+    this.ticks = first ? this.phase : 0;
     this.notify();
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    if (this.poll) clearInterval(this.poll);
+    this.poll?.();
     this.poll = null;
     this.listeners.clear();
     if (this.mirroring) {
@@ -209,4 +225,35 @@ export class FsAgentLink implements AgentLink {
 function unref<T extends NodeJS.Timeout>(t: T): T {
   t.unref();
   return t;
+}
+
+/** A timer of the link's own (a link opened outside a transport). */
+function ownTimer(ms: number): (tick: () => void) => () => void {
+  return (tick) => {
+    const t = unref(setInterval(tick, ms));
+    return () => clearInterval(t);
+  };
+}
+
+/**
+ * One timer for every link of a transport (an agent host's worker): each tick runs every
+ * link's poll. A pooled host of 100 agents kept 100 interval timers, each waking its
+ * thread on its own: an idle hive of 3,000 agents used a quarter of a core.
+ */
+export function sharedTimer(ms: number): (tick: () => void) => () => void {
+  const ticks = new Set<() => void>();
+  let timer: NodeJS.Timeout | null = null;
+  return (tick) => {
+    ticks.add(tick);
+    timer ??= unref(setInterval(() => {
+      for (const t of ticks) t();
+    }, ms));
+    return () => {
+      ticks.delete(tick);
+      if (ticks.size === 0 && timer) {
+        clearInterval(timer);
+        timer = null;
+      }
+    };
+  };
 }

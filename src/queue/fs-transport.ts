@@ -6,7 +6,7 @@ import { InboxReader, inboxDepth, type InboxEntry } from './inbox.ts';
 import { InboxWriter, type InboxWriterOptions } from './inbox-writer.ts';
 import { encodeMessage, markSent, readOutbox, writeOutboxAsync } from './outbox.ts';
 import { committedCursor } from './committed-cursor.ts';
-import { FsAgentLink } from './fs-agent-link.ts';
+import { FsAgentLink, sharedTimer } from './fs-agent-link.ts';
 import { deadLetterData, deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
 import type { DeliverOptions, PendingItem, Transport } from './transport.ts';
 import { SendLogSource, parseSendRef } from './send-log.ts';
@@ -87,6 +87,11 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     });
   const rejectedLines = new Map<string, string>();
   const links = new Map<string, FsAgentLink>();
+  // The links' safety polls share one timer, their forced wakes spread over its ticks
+  // (src/queue/fs-agent-link.ts, sharedTimer and phase).
+  const pollMs = options.pollMs ?? 2_000;
+  const polls = sharedTimer(pollMs);
+  let opened = 0;
   const notify = (agents: Iterable<string>) => {
     for (const id of agents) links.get(id)?.notify();
   };
@@ -180,7 +185,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     },
     agent(id: string) {
       links.get(id)?.close();
-      const link = new FsAgentLink(root, id, { pollMs: options.pollMs ?? 2_000 }, () => {
+      const link = new FsAgentLink(root, id, { pollMs, schedule: polls, phase: opened++ }, () => {
         if (links.get(id) === link) links.delete(id);
       });
       links.set(id, link);
