@@ -75,4 +75,19 @@ describe('fs agent link: the safety poll of an idle agent', () => {
       cleared.mockRestore();
     }
   });
+
+  it('cursor.json mirrors the last committed cursor after a close, even with a mirror write still under way', async () => {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
+    const link = new FsAgentLink(root, 'a', { pollMs: 3_600_000 });
+    await link.restore();
+    const context = (cursor: number) => ({ agentId: 'a', cursor, handled: cursor, turns: cursor, brainState: null, timers: [] });
+    await link.commit(context(1), []);
+    await new Promise((r) => setTimeout(r, 300)); // the lazy mirror (250 ms) is under way or done
+    for (let c = 2; c <= 5; c++) await link.commit(context(c), []);
+    link.close();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(JSON.parse(fs.readFileSync(agentPaths(root, 'a').cursor, 'utf8')).seq).toBe(5);
+  });
 });

@@ -54,4 +54,36 @@ describe('hive.send() straight to the router', () => {
     expect(listSegments(agentPaths(hive.root, 'client').sendLog).segments.length).toBeGreaterThan(0);
     expect(readSendRouted(hive.root, 'client')).toBeGreaterThan(0);
   });
+
+  it('per sender, order holds across the router ending and coming back: sends made meanwhile, and the ones after, arrive in the order they were made', async () => {
+    const hive = await startHive(fastConfig({ agents: [client, sink] }));
+    // The main thread's flushes (the send log's) take 20 ms, the router's do not: a group of
+    // the send log is still being flushed when the router comes back and takes new sends.
+    const realFdatasync = fs.fdatasync;
+    fs.fdatasync = ((fd: number, done: (err: NodeJS.ErrnoException | null) => void) => realFdatasync(fd, (err) => setTimeout(() => done(err), 20))) as typeof fs.fdatasync;
+    const sends: Promise<unknown>[] = [];
+    let n = 0;
+    // A stream of sends, never awaited one by one: some are in flight whenever the router
+    // ends, some while it is away (the send log), some as it comes back.
+    const stream = setInterval(() => {
+      for (let k = 0; k < 1; k++) sends.push(hive.send({ from: 'client', to: 'sink', act: 'inform', body: `${n++}` }));
+    }, 1);
+    try {
+      for (let crash = 0; crash < 5; crash++) {
+        await waitFor(hive, () => hive.supervisor.routerWorker() !== null, 'the router back');
+        await new Promise((r) => setTimeout(r, 300));
+        await crashRouter(hive);
+      }
+      await waitFor(hive, () => hive.supervisor.routerWorker() !== null, 'the router back');
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      clearInterval(stream);
+      fs.fdatasync = realFdatasync;
+    }
+    await Promise.all(sends);
+    await waitFor(hive, () => readInbox(hive.root, 'sink', 0).entries.length >= n, 'every send delivered');
+    const bodies = readInbox(hive.root, 'sink', 0).entries.map((e) => Number(e.message.body));
+    expect(bodies).toEqual(Array.from({ length: n }, (_, i) => i));
+    expect(listSegments(agentPaths(hive.root, 'client').sendLog).segments.length).toBeGreaterThan(0);
+  });
 });

@@ -34,7 +34,11 @@ export function commitCursor(root: string, agentId: string, seq: number, options
   if (!Number.isInteger(seq) || seq < 0) {
     throw new HiveError('E_IO', `Expected cursor seq to be a non-negative integer, got ${seq}`);
   }
-  writeJsonAtomic(agentPaths(root, agentId).cursor, { seq, updated_at: new Date().toISOString() }, options);
+  writeJsonAtomic(agentPaths(root, agentId).cursor, cursorFile(seq), options);
+}
+
+function cursorFile(seq: number): CursorFile {
+  return { seq, updated_at: new Date().toISOString() };
 }
 
 /**
@@ -47,7 +51,8 @@ export async function mirrorCursorAsync(root: string, agentId: string, seq: numb
   const target = agentPaths(root, agentId).cursor;
   const tmp = tempNameFor(target);
   try {
-    await fsp.writeFile(tmp, `${JSON.stringify({ seq, updated_at: new Date().toISOString() } satisfies CursorFile, null, 2)}\n`, { mode: hiveModes().file, flag: 'wx' });
+    // The text writeJsonAtomic writes (commitCursor), without its flush.
+    await fsp.writeFile(tmp, `${JSON.stringify(cursorFile(seq), null, 2)}\n`, { mode: hiveModes().file, flag: 'wx' });
     await fsp.rename(tmp, target);
   } catch (err) {
     await fsp.rm(tmp, { force: true });

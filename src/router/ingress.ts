@@ -27,7 +27,7 @@ export interface IngressItem {
 const REF_PREFIX = '!';
 
 /** The ref of an ingress item (`!<tag>`), or null for any other ref. */
-export function parseIngressRef(ref: string): number | null {
+function parseIngressRef(ref: string): number | null {
   return ref.startsWith(REF_PREFIX) ? Number(ref.slice(1)) : null;
 }
 
@@ -65,13 +65,6 @@ export class Ingress {
     return out;
   }
 
-  /** How many sends wait to be routed. */
-  get size(): number {
-    let n = 0;
-    for (const q of this.bySender.values()) n += q.size;
-    return n;
-  }
-
   private done(sender: string, tag: number): void {
     const q = this.bySender.get(sender);
     if (!q?.delete(tag)) return;
@@ -95,8 +88,7 @@ export class Ingress {
         onSourceError(sender, err);
         items = [];
       }
-      const room = (limit ?? Infinity) - items.length;
-      if (room <= 0) return items;
+      // After everything else of the sender, as far as the limit leaves room.
       for (const [tag, message] of q) {
         if (items.length >= (limit ?? Infinity)) break;
         items.push({ ref: `${REF_PREFIX}${tag}`, message, error: null });

@@ -41,16 +41,15 @@ export class RouterChild {
   private toPost: { tag: number; message: HiveMessage }[] = [];
 
   /**
-   * `fallback`: how a send the router did not acknowledge is made durable instead (the send
-   * log): the router's thread ended first, or it refused the sender.
+   * `writeDurably`: how a send is made durable without the router (the send log): while no
+   * router runs, for what it did not acknowledge before its thread ended, and for a sender
+   * it refused.
    */
   constructor(
     private readonly ctx: SupervisorContext,
     private readonly onEvent: (e: WorkerEvent) => void,
     private readonly hosts: () => LinkableHost[],
-    private readonly fallback: (message: HiveMessage) => Promise<void> = async () => {
-      throw new Error('RouterChild: no fallback for sends');
-    },
+    private readonly writeDurably: (message: HiveMessage) => Promise<void>,
   ) {}
 
   /** A router worker, booted but not routing (`start()` begins that). */
@@ -106,7 +105,7 @@ export class RouterChild {
   async stop(): Promise<void> {
     await this.child?.stop();
     this.unlinkMain(this.port);
-    await Promise.allSettled(this.fallingBack);
+    await Promise.allSettled(this.writing);
   }
 
   /** The main thread's own channel to a (re)started router. */
@@ -129,7 +128,8 @@ export class RouterChild {
     this.port = port2;
   }
 
-  private readonly fallingBack = new Set<Promise<void>>();
+  /** Sends being written to the send log (not yet flushed there). */
+  private readonly writing = new Set<Promise<void>>();
 
   private unlinkMain(port: MessagePort | null): void {
     if (port === null || port !== this.port) return;
@@ -142,19 +142,25 @@ export class RouterChild {
   }
 
   private fallBack(o: { message: HiveMessage; resolve: () => void; reject: (err: unknown) => void }): void {
-    const run = this.fallback(o.message).then(o.resolve, o.reject);
-    this.fallingBack.add(run);
-    void run.finally(() => this.fallingBack.delete(run));
+    void this.durably(o.message).then(o.resolve, o.reject);
+  }
+
+  private durably(message: HiveMessage): Promise<void> {
+    const run = this.writeDurably(message);
+    this.writing.add(run);
+    void run.finally(() => this.writing.delete(run)).catch(() => undefined);
+    return run;
   }
 
   /**
-   * hive.send()'s way while the router runs (src/router/ingress.ts): the message goes to the
-   * router's thread, which routes it in its next pass; resolves once every recipient's inbox
-   * holds it durably (or it was dead-lettered with its reason). Null when no router runs:
-   * the caller writes it to the send log instead.
+   * hive.send() (src/router/ingress.ts): while the router runs, the message goes to its
+   * thread, which routes it in its next pass, and this resolves once every recipient's
+   * inbox holds it durably (or it was dead-lettered with its reason). Otherwise, and while
+   * any send is still being written to the send log (so a later send never overtakes an
+   * earlier one: per sender, FIFO), it is written there (`writeDurably`).
    */
-  sendDirect(message: HiveMessage): Promise<void> | null {
-    if (this.port === null) return null;
+  send(message: HiveMessage): Promise<void> {
+    if (this.port === null || this.writing.size > 0) return this.durably(message);
     return new Promise((resolve, reject) => {
       const tag = this.nextTag++;
       this.outstanding.set(tag, { message, resolve, reject });

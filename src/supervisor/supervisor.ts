@@ -285,7 +285,7 @@ export class Supervisor {
       throw new HiveError('E_UNKNOWN_AGENT', `Sender "${r.message.from}" is not an agent of ${this.root}`);
     }
     const { message, span } = startSend(this.observer?.tracer ?? null, r.message);
-    await ((this.sendLog ? this.router.sendDirect(message) : null) ?? this.sendDurably(message));
+    await (this.sendLog ? this.router.send(message) : this.sendDurably(message));
     span?.end();
     return message;
   }
