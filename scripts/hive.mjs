@@ -5,13 +5,18 @@
 // instead of ~0.7 s through tsx's loader. tsx is still used for what users write in
 // TypeScript (hive.config.ts, module brains), and is the fallback if compiling fails.
 import fs from 'node:fs';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ENTRY = path.join(REPO, 'src', 'cli', 'main.ts');
 const CACHE = path.join(REPO, 'node_modules', '.cache', 'hive');
-const MANIFEST = path.join(CACHE, 'cli.manifest.json');
+// Keyed by the checkout: a worktree that links this one's node_modules (bench:ab) shares
+// the cache folder, and must never run the other checkout's CLI.
+const KEY = createHash('sha256').update(REPO).digest('hex').slice(0, 8);
+const MANIFEST = path.join(CACHE, `cli-${KEY}.manifest.json`);
+const OUT = path.join(CACHE, `cli-${KEY}`);
 const { cachedBuild, saveBuild } = await import(pathToFileURL(path.join(REPO, 'src', 'supervisor', 'build-cache.mjs')).href);
 
 async function compile() {
@@ -21,7 +26,7 @@ async function compile() {
     entryPoints: [ENTRY],
     bundle: true,
     splitting: true,
-    outdir: path.join(CACHE, 'cli'),
+    outdir: OUT,
     entryNames: 'cli-[hash]',
     chunkNames: 'cli-chunk-[hash]',
     outExtension: { '.js': '.mjs' },
@@ -37,7 +42,7 @@ async function compile() {
     logLevel: 'silent',
     absWorkingDir: REPO,
   });
-  fs.mkdirSync(path.join(CACHE, 'cli'), { recursive: true });
+  fs.mkdirSync(OUT, { recursive: true });
   for (const out of result.outputFiles) {
     if (fs.existsSync(out.path)) continue; // names carry content hashes
     const tmp = `${out.path}.${process.pid}.tmp`;
@@ -48,8 +53,8 @@ async function compile() {
   const outputs = [entry, ...result.outputFiles.map((o) => o.path).filter((p) => p !== entry)];
   // Chunks of older builds are not needed any more (a running CLI keeps its files open).
   const keep = new Set(outputs);
-  for (const name of fs.readdirSync(path.join(CACHE, 'cli'))) {
-    const file = path.join(CACHE, 'cli', name);
+  for (const name of fs.readdirSync(OUT)) {
+    const file = path.join(OUT, name);
     if (!keep.has(file) && Date.now() - fs.statSync(file).mtimeMs > 60_000) fs.rmSync(file, { force: true });
   }
   saveBuild(MANIFEST, outputs, result.metafile, REPO);

@@ -43,10 +43,20 @@ export function packageVersion(): string {
   return version!;
 }
 
-/** True when this code runs from the TypeScript sources (a checkout), not from `dist/`. */
-export function runningFromSource(): boolean {
-  return import.meta.url.endsWith('.ts');
+/** Where scripts/hive.mjs puts the bundle of a checkout's CLI (`cli-<key>/`, inside the checkout). */
+const CHECKOUT_CLI_BUNDLE = '/node_modules/.cache/hive/cli-';
+
+/**
+ * True when this code runs from the TypeScript sources (a checkout), not from `dist/`: the
+ * `.ts` files themselves, or the bundle a checkout's `hive` command compiles them into
+ * (scripts/hive.mjs writes it to node_modules/.cache/hive/cli-<key>/). That CLI once took the
+ * workers from `dist/`, built at `npm install`: `npm start` ran agents and a router older
+ * than the sources beside them.
+ */
+export function runningFromSource(url: string = import.meta.url): boolean {
+  return url.endsWith('.ts') || url.includes(CHECKOUT_CLI_BUNDLE);
 }
+
 
 /**
  * A file of Hive's sources as it ships: `src/…` in a checkout, `dist/src/…` in the package
