@@ -13,28 +13,50 @@ describe('fs agent link: the safety poll of an idle agent', () => {
     const root = tempRoot();
     await ensureHive(root);
     await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
+    const router = createFsTransport(root);
+    const deliver = (body: string) => router.deliver('a', [createMessage({ from: 'god', to: 'a', act: 'inform', body })]);
+    await deliver('before the link listens');
     const link = new FsAgentLink(root, 'a', { pollMs: 3_600_000 }); // ticks are driven by hand
     let woken = 0;
     link.onWork(() => (woken += 1));
     const tick = () => (link as unknown as { pollTick(): void }).pollTick();
 
-    tick();
-    expect(woken).toBe(1); // the first look: nothing known yet
-    for (let i = 0; i < 10; i++) tick();
-    expect(woken).toBe(1); // idle: one lstat per tick, no wake
+    // The inbox as it was when the listener came is the baseline (the listener reads what
+    // is there itself): the first ticks wake no one.
+    for (let i = 0; i < 11; i++) tick();
+    expect(woken).toBe(0); // idle: one lstat per tick, no wake
 
     // A delivery by the router's transport rewrites .synced: the next tick wakes.
-    const router = createFsTransport(root);
-    await router.deliver('a', [createMessage({ from: 'god', to: 'a', act: 'inform', body: 'hello' })]);
-    router.close();
+    await deliver('hello');
     expect(fs.existsSync(path.join(agentPaths(root, 'a').inbox, '.synced'))).toBe(true);
     tick();
-    expect(woken).toBe(2);
+    expect(woken).toBe(1);
 
     for (let i = 0; i < 14; i++) tick();
+    expect(woken).toBe(1);
+    tick(); // the 15th unchanged tick: entries wait after the cursor, a wake anyway (a listener that missed one hears again)
     expect(woken).toBe(2);
-    tick(); // the 15th unchanged tick: a wake anyway (a listener that missed one hears again)
-    expect(woken).toBe(3);
+    router.close();
+    link.close();
+  });
+
+  it('an idle link whose cursor is at the end of its inbox is not woken by its look anyway', async () => {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
+    const router = createFsTransport(root);
+    await router.deliver('a', [createMessage({ from: 'god', to: 'a', act: 'inform', body: 'one' }), createMessage({ from: 'god', to: 'a', act: 'inform', body: 'two' })]);
+    router.close();
+    const link = new FsAgentLink(root, 'a', { pollMs: 3_600_000 });
+    await link.restore();
+    expect(link.hasEntriesAfter(0)).toBe(true);
+    expect(link.hasEntriesAfter(2)).toBe(false);
+    await link.commit({ agentId: 'a', cursor: 2, handled: 2, turns: 1, brainState: null, timers: [] }, []);
+    let woken = 0;
+    link.onWork(() => (woken += 1));
+    const tick = () => (link as unknown as { pollTick(): void }).pollTick();
+    for (let i = 0; i < 45; i++) tick(); // three looks anyway
+    expect(woken).toBe(0);
     link.close();
   });
 
@@ -47,6 +69,8 @@ describe('fs agent link: the safety poll of an idle agent', () => {
     const cleared = vi.spyOn(globalThis, 'clearInterval');
     try {
       const t = createFsTransport(root, { pollMs: 3_600_000 }); // ticks are driven by hand
+      // Each inbox holds an entry its agent has not committed (cursor 0): the looks anyway wake it.
+      for (const id of ids) await t.deliver(id, [createMessage({ from: 'god', to: id, act: 'inform', body: 'waiting' })]);
       const wakes = new Map<string, number>(ids.map((id) => [id, 0]));
       const links = ids.map((id) => {
         const link = t.agent(id);
@@ -55,16 +79,14 @@ describe('fs agent link: the safety poll of an idle agent', () => {
       });
       expect(intervals).toHaveBeenCalledTimes(1); // 30 links, one timer
       const tick = intervals.mock.calls[0]![0] as () => void;
-      tick(); // every link's first look
-      expect([...wakes.values()].every((n) => n === 1)).toBe(true);
-      // Idle from here: over the next 15 ticks each link wakes once, and never all on one tick.
+      // Idle: over the first 15 ticks each link wakes once, and never all on one tick.
       const perTick: number[] = [];
       for (let i = 0; i < 15; i++) {
         const before = [...wakes.values()].reduce((a, b) => a + b, 0);
         tick();
         perTick.push([...wakes.values()].reduce((a, b) => a + b, 0) - before);
       }
-      expect([...wakes.values()].every((n) => n === 2)).toBe(true);
+      expect([...wakes.values()].every((n) => n === 1)).toBe(true);
       expect(Math.max(...perTick)).toBe(2); // 30 links over 15 ticks
       for (const link of links.slice(0, 29)) link.close();
       expect(cleared).not.toHaveBeenCalled(); // one link still listens: the timer stays

@@ -202,12 +202,16 @@ export class AgentActor {
       },
     });
     this.actor.start();
-    // A snapshot restored with resolveState runs no eventless transition until an event
-    // arrives: wake it so inbox entries after the cursor are replayed. On the next turn of
-    // the event loop, not now: `start()` must return (its host reports the actor up)
-    // before any brain runs, or a brain that never yields would hold the start forever.
-    setImmediate(() => this.wake());
+    // Listening first: a delivery from here on wakes the actor (the link's poll takes the
+    // inbox as it is now as its baseline).
     this.stopListening = this.link.onWork(() => this.wake());
+    // A snapshot restored with resolveState runs no eventless transition until an event
+    // arrives: wake it so inbox entries after the cursor are replayed (due timers wake it
+    // on their own: armTimer). On the next turn of the event loop, not now: `start()` must
+    // return (its host reports the actor up) before any brain runs, or a brain that never
+    // yields would hold the start forever. An inbox known to hold nothing after the cursor
+    // needs no read.
+    if (this.link.hasEntriesAfter?.(restored.context.cursor) !== false) setImmediate(() => this.wake());
     return this.info();
   }
 

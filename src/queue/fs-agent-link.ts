@@ -5,7 +5,7 @@ import { restoreAgentState } from '../agent/restore.ts';
 import { spillUnrouted } from '../agent/spill.ts';
 import { commitCursor, mirrorCursorAsync } from './cursor.ts';
 import { isAfter, readRouted } from './commit-outbox.ts';
-import { InboxReader, type InboxEntry } from './inbox.ts';
+import { InboxReader, lastInboxSeq, type InboxEntry } from './inbox.ts';
 import type { AgentLink, RestoredAgent } from './transport.ts';
 import { HiveError } from '../errors.ts';
 import { SYNCED_NAME } from './inbox-log.ts';
@@ -134,7 +134,15 @@ export class FsAgentLink implements AgentLink {
 
   onWork(listener: () => void): () => void {
     this.listeners.add(listener);
-    this.poll ??= (this.options.schedule ?? ownTimer(this.options.pollMs))(() => this.pollTick());
+    if (!this.poll) {
+      // What the inbox looks like now is the poll's baseline: a subscriber reads what is
+      // there already (an agent's actor wakes itself once as it starts), so the first
+      // tick wakes no one unless a delivery came since. Waking all 10,000 agents of a big
+      // hive on its first tick after a start held every core for seconds (bench:scale).
+      this.polled = this.look();
+      this.ticks = this.phase;
+      this.poll = (this.options.schedule ?? ownTimer(this.options.pollMs))(() => this.pollTick());
+    }
     return () => {
       this.listeners.delete(listener);
       if (this.listeners.size === 0 && this.poll) {
@@ -142,6 +150,11 @@ export class FsAgentLink implements AgentLink {
         this.poll = null;
       }
     };
+  }
+
+  hasEntriesAfter(afterSeq: number): boolean {
+    // The reader reads up to `.synced` and no further (src/queue/inbox.ts).
+    return lastInboxSeq(this.root, this.agentId) > afterSeq;
   }
 
   /** Tells the listeners there may be work (a delivery, the router's wake). */
@@ -156,25 +169,30 @@ export class FsAgentLink implements AgentLink {
   /**
    * The safety poll. An idle agent costs one lstat of `inbox/.synced` per tick (rewritten
    * at every delivery): its listeners hear of work when it changed, and every
-   * POLL_ANYWAY_EVERY ticks regardless. Waking every idle agent's machine to read its
-   * inbox each tick was most of what 10,000 idle agents cost (bench:scale, --cpu-prof).
+   * POLL_ANYWAY_EVERY ticks when entries wait after the last commit's cursor. Waking
+   * every idle agent's machine to read its inbox each tick was most of what 10,000 idle
+   * agents cost (bench:scale, --cpu-prof).
    */
   private pollTick(): void {
-    let seen: string;
+    const seen = this.look();
+    const changed = seen !== this.polled;
+    this.polled = seen;
+    if (!changed && ++this.ticks < POLL_ANYWAY_EVERY) return;
+    this.ticks = 0;
+    // The look anyway reads the inbox's end (`.synced`, one small read) and wakes the
+    // actor only when entries wait after its last commit: an XState step and an inbox
+    // read for each of 10,000 idle agents every 30 s was most of an idle big hive's CPU.
+    if (changed || this.hasEntriesAfter(this.cursor)) this.notify();
+  }
+
+  /** `inbox/.synced` as one lstat sees it: any delivery changes it. */
+  private look(): string {
     try {
       const st = fs.lstatSync(this.syncedFile, { bigint: true });
-      seen = `${st.ino}:${st.mtimeNs}:${st.size}`;
+      return `${st.ino}:${st.mtimeNs}:${st.size}`;
     } catch {
-      seen = 'none';
+      return 'none';
     }
-    const first = this.polled === '';
-    const due = seen !== this.polled || ++this.ticks >= POLL_ANYWAY_EVERY;
-    this.polled = seen;
-    if (!due) return;
-    // After the first look the count starts from the link's phase, so links that looked
-    // first together wake on different ticks from then on.
-    this.ticks = first ? this.phase : 0;
-    this.notify();
   }
 
   close(): void {

@@ -79,6 +79,13 @@ export interface AgentLink {
   /** Calls `listener` when new work may be there: at least once after each delivery to the agent. Returns the unsubscribe. */
   onWork(listener: () => void): () => void;
   /**
+   * Whether `fetch(afterSeq)` would find anything, when a transport knows that without
+   * reading the inbox (the filesystem's `.synced`: one small read). Absent: not known
+   * cheaply, so the caller reads. An actor starting with nothing to do skips its first
+   * read (10,000 of them held every core for seconds after a big hive's start).
+   */
+  hasEntriesAfter?(afterSeq: number): boolean;
+  /**
    * Cluster mode: the agent's conversation kept in the cluster beside its commits, so the
    * machine that runs it next goes on with it (fenced like the commits: a stale owner's
    * save fails with E_CONFLICT). Absent on one machine, where the folder is the store.

@@ -194,6 +194,19 @@ export function describeTransportConformance(name: string, make: TransportFactor
       agentSide.close();
     });
 
+    it('agent: hasEntriesAfter, where a transport answers it, says whether fetch would find anything', async () => {
+      const t = await make();
+      const link = t.agent('c');
+      await link.restore();
+      if (!link.hasEntriesAfter) return; // optional: without it the caller reads
+      expect(link.hasEntriesAfter(0)).toBe(false);
+      await t.deliver('c', [msg('a', 'c', 'x'), msg('a', 'c', 'y')]);
+      for (const after of [0, 1, 2]) expect(link.hasEntriesAfter(after)).toBe((await link.fetch(after)).length > 0);
+      expect(link.hasEntriesAfter(1)).toBe(true);
+      expect(link.hasEntriesAfter(2)).toBe(false);
+      link.close();
+    });
+
     it('agent: a link stops calling onWork once unsubscribed', async () => {
       const t = await make();
       const link = t.agent('c');
