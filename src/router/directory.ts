@@ -118,49 +118,71 @@ function checkFolders(root: string, id: string): FolderCheck {
   return { receive, send: receive ? null : sendProblem(root, id) };
 }
 
-/** Folders checked again per read of the cache (the others keep their last check). */
-const RECHECK_PER_READ = 500;
+/** How often the cache looks at a share of the folders again. */
+const RECHECK_EVERY_MS = 1_000;
 
-/** The directory is read again at least this often, even when nothing it keys on changed. */
-const DIRECTORY_MAX_AGE_MS = 10_000;
+/** Sound folders looked at again per recheck, in rotation (refused ones: all of them, each time). */
+const RECHECK_PER_LOOK = 50;
+
+/** The registry and the agents folder are read again at least this often, changed or not. */
+const DIRECTORY_MAX_AGE_MS = 60_000;
 
 /**
- * Caches the directory between passes: re-read when the agents folder or registry.json
- * changed (two stats instead of a listing and a JSON parse per pass), and every
- * DIRECTORY_MAX_AGE_MS (an inbox replaced inside an agent's folder changes neither).
- * A re-read checks the folders of new agents and RECHECK_PER_READ others in rotation:
- * every folder of a hive of up to 500 agents each time, and a hive of 10,000 costs no
- * 30,000 lstats at once (a 0.2 s stall of every message, measured with bench:scale).
- * `onRefused` hears each refused folder once, when it is first seen.
+ * Caches the directory between passes (docs/architecture.md, "Idle agents cost nothing").
+ * It is read again when the agents folder or registry.json changed (two stats per pass:
+ * inode, times, size and link count, so an atomic replace or a new folder is seen
+ * whatever the clock's granularity) and every DIRECTORY_MAX_AGE_MS; a read checks only
+ * the folders of new and refused agents. Every RECHECK_EVERY_MS, RECHECK_PER_LOOK sound
+ * folders in rotation and every refused one are looked at again (an inbox replaced inside
+ * an agent's folder changes neither stat); the directory is read again only when one of
+ * them changed. So a hive of 10,000 agents pays ~200 lstats a second instead of a 50 ms
+ * stall of every message each 10 s (a registry parse, a listing and 2,000 lstats at once:
+ * bench:scale's slow requests). `onRefused` hears each refused folder once, when first seen.
  */
 export function createDirectoryCache(root: string, onRefused: (id: string, reason: string) => void = () => undefined): () => AgentDirectory {
   let key = '';
   let readAt = 0;
+  let lookedAt = 0;
   let cached: AgentDirectory | null = null;
   let rotation = 0;
   const told = new Map<string, string>();
-  const mtime = (f: string) => {
+  const stamp = (f: string) => {
     try {
-      return fs.statSync(f).mtimeMs;
+      const st = fs.statSync(f, { bigint: true });
+      return `${st.ino}:${st.mtimeNs}:${st.ctimeNs}:${st.size}:${st.nlink}`;
     } catch {
-      return -1;
+      return '-';
     }
+  };
+  const read = (recheck: (id: string) => boolean) => {
+    cached = readDirectory(root, cached, recheck);
+    for (const [id, reason] of cached.refused) {
+      if (told.get(id) !== reason) onRefused(id, reason);
+      told.set(id, reason);
+    }
+    return cached;
   };
   return () => {
     const p = hivePaths(root);
-    const now = `${mtime(p.agents)}:${mtime(p.registry)}`;
-    if (!cached || now !== key || Date.now() - readAt > DIRECTORY_MAX_AGE_MS) {
-      const ids = [...(cached?.checked?.keys() ?? [])];
-      const again = new Set<string>();
-      for (let i = 0; i < Math.min(RECHECK_PER_READ, ids.length); i++) again.add(ids[(rotation + i) % ids.length]!);
-      rotation = ids.length > 0 ? (rotation + RECHECK_PER_READ) % ids.length : 0;
-      cached = readDirectory(root, cached, (id) => again.has(id));
+    const now = `${stamp(p.agents)}|${stamp(p.registry)}`;
+    const at = Date.now();
+    if (!cached || now !== key || at - readAt > DIRECTORY_MAX_AGE_MS) {
       key = now;
-      readAt = Date.now();
-      for (const [id, reason] of cached.refused) {
-        if (told.get(id) !== reason) onRefused(id, reason);
-        told.set(id, reason);
-      }
+      readAt = lookedAt = at;
+      return read(() => false);
+    }
+    if (at - lookedAt < RECHECK_EVERY_MS) return cached;
+    lookedAt = at;
+    const checked = cached.checked ?? new Map<string, FolderCheck>();
+    const ids = [...checked.keys()];
+    const again = new Set<string>();
+    for (let i = 0; i < Math.min(RECHECK_PER_LOOK, ids.length); i++) again.add(ids[(rotation + i) % ids.length]!);
+    rotation = ids.length > 0 ? (rotation + RECHECK_PER_LOOK) % ids.length : 0;
+    for (const [id, c] of checked) if (c.receive || c.send) again.add(id);
+    for (const id of again) {
+      const was = checked.get(id);
+      const is = checkFolders(root, id);
+      if (was?.receive !== is.receive || was?.send !== is.send) return read((x) => again.has(x));
     }
     return cached;
   };
