@@ -53,16 +53,35 @@ function machineState(root: string, id: string): unknown {
 
 const bodies = (root: string, body: string) => replies(root).filter((m) => m.body === body);
 
+/** Where a hive stands, for a timeout's message: its log's end, the replies, each machine agent's commit. */
+function explain(root: string): () => string {
+  return () => {
+    const log = (() => {
+      try {
+        return fs.readFileSync(path.join(root, 'log.jsonl'), 'utf8').trim().split('\n').slice(-15).join('\n');
+      } catch (err) {
+        return `(${(err as Error).message})`;
+      }
+    })();
+    const agents = fs.readdirSync(path.join(root, 'agents')).filter((id) => id.startsWith('m-')).slice(0, 5);
+    const commits = agents.map((id) => {
+      const s = readStateFile(root, id);
+      return `${id}: ${s ? `commit ${s.commit}, cursor ${s.cursor}, inbox ${listInbox(root, id).length}` : 'no commit'}`;
+    });
+    return `replies: ${JSON.stringify(replies(root).map((m) => m.body).slice(-20))}\n${commits.join('\n')}\nlog.jsonl (end):\n${log}`;
+  };
+}
+
 describe('machine agents under SIGKILL', () => {
   it('after(60 s): the supervisor killed, started again past the deadline, fires once at start, and never again', async () => {
     const root = await freshHive();
     let run = await startHiveProcess(root, 1);
     ask(root, 'm-0', 'arm');
-    await until(() => bodies(root, 'armed').length === 1, 'armed');
+    await until(() => bodies(root, 'armed').length === 1, 'armed', 30_000, explain(root));
     await kill(run);
     // A minute and a bit later (the agents' clock skewed): due while the hive was down.
     run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '61000' });
-    await until(() => bodies(root, 'fired').length === 1, 'the after transition firing at start', 15_000);
+    await until(() => bodies(root, 'fired').length === 1, 'the after transition firing at start', 15_000, explain(root));
     await sleep(500);
     await kill(run);
     run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '62000' });
@@ -77,14 +96,14 @@ describe('machine agents under SIGKILL', () => {
     const root = await freshHive();
     let run = await startHiveProcess(root, 1);
     ask(root, 'm-0', 'arm');
-    await until(() => bodies(root, 'armed').length === 1, 'armed');
+    await until(() => bodies(root, 'armed').length === 1, 'armed', 30_000, explain(root));
     const armedAt = Date.now();
     await kill(run);
     // 55 s later: about 5 s are left.
     run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '55000' });
     await sleep(Math.max(0, armedAt + 2_500 - Date.now()));
     expect(bodies(root, 'fired')).toHaveLength(0);
-    await until(() => bodies(root, 'fired').length === 1, 'the after transition at its deadline', 15_000);
+    await until(() => bodies(root, 'fired').length === 1, 'the after transition at its deadline', 15_000, explain(root));
     const firedAt = Date.now();
     expect(firedAt - armedAt).toBeGreaterThanOrEqual(4_500);
     await sleep(1_000);
@@ -96,18 +115,18 @@ describe('machine agents under SIGKILL', () => {
     const root = await freshHive();
     let run = await startHiveProcess(root, 1);
     ask(root, 'm-0', 'arm');
-    await until(() => bodies(root, 'armed').length === 1, 'armed');
+    await until(() => bodies(root, 'armed').length === 1, 'armed', 30_000, explain(root));
     await kill(run);
     run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '40000' });
     ask(root, 'm-0', 'rearm'); // 40 s in: the deadline moves to 100 s
-    await until(() => bodies(root, 'rearmed').length === 1, 'rearmed');
+    await until(() => bodies(root, 'rearmed').length === 1, 'rearmed', 30_000, explain(root));
     await kill(run);
     run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '65000' }); // past the first deadline only
     await sleep(1_000);
     expect(bodies(root, 'fired')).toHaveLength(0);
     await kill(run);
     run = await startHiveProcess(root, 1, { HIVE_TEST_CLOCK_SKEW_MS: '101000' });
-    await until(() => bodies(root, 'fired').length === 1, 'the moved deadline firing', 15_000);
+    await until(() => bodies(root, 'fired').length === 1, 'the moved deadline firing', 15_000, explain(root));
     await sleep(500);
     expect(bodies(root, 'fired')).toHaveLength(1);
     await kill(run);
@@ -120,16 +139,16 @@ describe('machine agents under SIGKILL', () => {
     const env = { HIVE_TEST_SLOW_LOG: log };
     let run = await startHiveProcess(root, 1, env);
     ask(root, 'm-0', 'slow');
-    await until(() => runs() === 1, 'the promise started');
+    await until(() => runs() === 1, 'the promise started', 30_000, explain(root));
     await sleep(500);
     await kill(run); // during it: nothing of the turn was committed
     run = await startHiveProcess(root, 1, env);
-    await until(() => bodies(root, 'slow done: slept').length === 1, 'the promise run again and its result sent');
+    await until(() => bodies(root, 'slow done: slept').length === 1, 'the promise run again and its result sent', 30_000, explain(root));
     expect(runs()).toBe(2);
     await kill(run); // after its commit
     run = await startHiveProcess(root, 1, env);
     ask(root, 'm-0', 'after');
-    await until(() => replies(root).some((m) => m.body.startsWith('count ')), 'the next request answered');
+    await until(() => replies(root).some((m) => m.body.startsWith('count ')), 'the next request answered', 30_000, explain(root));
     await sleep(500);
     expect(runs()).toBe(2);
     expect(bodies(root, 'slow done: slept')).toHaveLength(1);
@@ -163,7 +182,7 @@ describe('machine agents under SIGKILL', () => {
       }
       await sleep(10);
     }
-    await until(() => listInbox(root, 'client').length >= REQUESTS, `${REQUESTS} replies`, 120_000);
+    await until(() => listInbox(root, 'client').length >= REQUESTS, `${REQUESTS} replies`, 120_000, explain(root));
     await sleep(1_000); // a duplicate would show up now
     const got = replies(root);
     const answered = new Map<string, number>();
