@@ -32,11 +32,18 @@ describe('router directory cache', () => {
     await ensureAgent(root, { id: 'd', brain: { kind: 'echo' } });
     expect(directory().all.has('d')).toBe(true);
 
+    // A folder swapped for a symbolic link (the agents folder changes): refused at the next look.
+    const dDir = agentPaths(root, 'd').dir;
+    fs.renameSync(dDir, `${dDir}.moved`);
+    fs.symlinkSync(`${dDir}.moved`, dDir);
+    expect(directory().all.has('d')).toBe(false);
+    expect(refused.filter((r) => r.startsWith('d: '))).toEqual([expect.stringMatching(/folder is a symbolic link/)]);
+
     // The refused folder is fixed: looked at again within a second, whatever the rotation.
     fs.rmSync(inbox);
     fs.mkdirSync(inbox);
     vi.setSystemTime(Date.now() + 1_100);
     expect(directory().all.has('b')).toBe(true);
-    expect(refused).toHaveLength(1);
+    expect(refused.filter((r) => r.startsWith('b: '))).toHaveLength(1);
   });
 });

@@ -72,8 +72,15 @@ function sendProblem(root: string, id: string): string | null {
 export function readDirectory(root: string, previous: AgentDirectory | null = null, recheck: (id: string) => boolean = () => true): AgentDirectory {
   const refused = new Map<string, string>();
   let folders: string[] = [];
+  // Entries of agents/ that are not plain folders (a folder swapped for a symlink): looked
+  // at again whatever `recheck` says; the listing's types cost no extra system call.
+  const notFolders = new Set<string>();
   try {
-    folders = fs.readdirSync(hivePaths(root).agents).filter((n) => isAgentId(n));
+    for (const e of fs.readdirSync(hivePaths(root).agents, { withFileTypes: true })) {
+      if (!isAgentId(e.name)) continue;
+      folders.push(e.name);
+      if (!e.isDirectory()) notFolders.add(e.name);
+    }
   } catch {
     folders = [];
   }
@@ -97,7 +104,7 @@ export function readDirectory(root: string, previous: AgentDirectory | null = nu
     const known = previous?.checked?.get(id);
     // A folder with a problem is looked at every time (it may have been fixed); a sound one
     // when the caller says so.
-    const check = known && !known.receive && !known.send && !recheck(id) ? known : checkFolders(root, id);
+    const check = known && !known.receive && !known.send && !notFolders.has(id) && !recheck(id) ? known : checkFolders(root, id);
     checked.set(id, check);
     if (check.receive) {
       refused.set(id, `agent "${id}" cannot receive: ${check.receive}`);
@@ -131,13 +138,14 @@ const DIRECTORY_MAX_AGE_MS = 60_000;
  * Caches the directory between passes (docs/architecture.md, "Idle agents cost nothing").
  * It is read again when the agents folder or registry.json changed (two stats per pass:
  * inode, times, size and link count, so an atomic replace or a new folder is seen
- * whatever the clock's granularity) and every DIRECTORY_MAX_AGE_MS; a read checks only
- * the folders of new and refused agents. Every RECHECK_EVERY_MS, RECHECK_PER_LOOK sound
- * folders in rotation and every refused one are looked at again (an inbox replaced inside
- * an agent's folder changes neither stat); the directory is read again only when one of
- * them changed. So a hive of 10,000 agents pays ~200 lstats a second instead of a 50 ms
- * stall of every message each 10 s (a registry parse, a listing and 2,000 lstats at once:
- * bench:scale's slow requests). `onRefused` hears each refused folder once, when first seen.
+ * whatever the clock's granularity) and every DIRECTORY_MAX_AGE_MS. A read checks the
+ * folders of new and refused agents, entries of agents/ that are not plain folders (a
+ * folder swapped for a symlink) and the rotation's next share. Every RECHECK_EVERY_MS,
+ * RECHECK_PER_LOOK sound folders in rotation and every refused one are looked at again (an
+ * inbox replaced inside an agent's folder changes neither stat); the directory is read
+ * again only when one of them changed. So a hive of 10,000 agents pays ~200 lstats a
+ * second instead of a 50 ms stall of every message each 10 s (a registry parse, a listing
+ * and 2,000 lstats at once). `onRefused` hears each refused folder once, when first seen.
  */
 export function createDirectoryCache(root: string, onRefused: (id: string, reason: string) => void = () => undefined): () => AgentDirectory {
   let key = '';
@@ -162,6 +170,14 @@ export function createDirectoryCache(root: string, onRefused: (id: string, reaso
     }
     return cached;
   };
+  /** The next RECHECK_PER_LOOK folders of the rotation (all of a hive of up to 50 agents). */
+  const nextShare = (checked: Map<string, FolderCheck>): Set<string> => {
+    const ids = [...checked.keys()];
+    const share = new Set<string>();
+    for (let i = 0; i < Math.min(RECHECK_PER_LOOK, ids.length); i++) share.add(ids[(rotation + i) % ids.length]!);
+    rotation = ids.length > 0 ? (rotation + RECHECK_PER_LOOK) % ids.length : 0;
+    return share;
+  };
   return () => {
     const p = hivePaths(root);
     const now = `${stamp(p.agents)}|${stamp(p.registry)}`;
@@ -169,15 +185,13 @@ export function createDirectoryCache(root: string, onRefused: (id: string, reaso
     if (!cached || now !== key || at - readAt > DIRECTORY_MAX_AGE_MS) {
       key = now;
       readAt = lookedAt = at;
-      return read(() => false);
+      const share = cached?.checked ? nextShare(cached.checked) : new Set<string>();
+      return read((id) => share.has(id));
     }
     if (at - lookedAt < RECHECK_EVERY_MS) return cached;
     lookedAt = at;
     const checked = cached.checked ?? new Map<string, FolderCheck>();
-    const ids = [...checked.keys()];
-    const again = new Set<string>();
-    for (let i = 0; i < Math.min(RECHECK_PER_LOOK, ids.length); i++) again.add(ids[(rotation + i) % ids.length]!);
-    rotation = ids.length > 0 ? (rotation + RECHECK_PER_LOOK) % ids.length : 0;
+    const again = nextShare(checked);
     for (const [id, c] of checked) if (c.receive || c.send) again.add(id);
     for (const id of again) {
       const was = checked.get(id);
