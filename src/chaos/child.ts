@@ -66,7 +66,7 @@ export class ChaosChild {
       const listener = (e: ChildEvent) => match(e) && done(null, e);
       const onExit = (code: number | null, signal: string | null) =>
         done(new HiveError('E_WORKER', `the hive process exited (code ${code}, signal ${signal}) while waiting for ${what}\n${this.stderr.slice(-2_000)}`));
-      const timer = setTimeout(() => done(new HiveError('E_TIMEOUT', `timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs);
+      const timer = setTimeout(() => done(new HiveError('E_TIMEOUT', `timed out after ${timeoutMs} ms waiting for ${what}${this.stderr ? `\n${this.stderr.slice(-2_000)}` : ''}`)), timeoutMs);
       this.listeners.add(listener);
       proc?.once('exit', onExit);
     });

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { agentPaths, hivePaths } from '../layout/paths.ts';
 import { controlRequest } from '../supervisor/control.ts';
+import { HiveError, isHiveError } from '../errors.ts';
 import { listDeadLetters } from '../queue/dead-letter.ts';
 import { encodeCommitLine, readStateFile, stateWalEnd } from '../agent/state-store.ts';
 import type { ChaosChild } from './child.ts';
@@ -241,14 +242,16 @@ export async function supervisorKill(ctx: FaultContext, riders: FaultKind[], slo
     if (r === 'torn-inbox') notes.push(tearInbox(ctx));
     if (r === 'garbage-inbox') notes.push(junkInInbox(ctx));
   }
-  const restarted = await ctx.child.start(slow ? ['--test-fsync-delay-ms', '4'] : []).then(
-    () => true,
-    () => false,
-  );
+  // A hive that does not come back is the run's finding, with the reason (the child's
+  // stderr when it exited): every later fault would only fail on the missing control socket.
+  await ctx.child.start(slow ? ['--test-fsync-delay-ms', '4'] : []).catch((err: Error) => {
+    const after = notes.filter(Boolean).join(', ');
+    throw new HiveError(isHiveError(err, 'E_TIMEOUT') ? 'E_TIMEOUT' : 'E_WORKER', `the supervisor did not come back after SIGKILL${after ? ` (while down: ${after})` : ''}: ${err.message}`, { cause: err });
+  });
   ctx.excuse.routing = false;
   // A retrying client resends its last requests once the hive is back (same ids).
   await new Promise((r) => setTimeout(r, 300));
   ctx.workload.resendRecent();
-  record(ctx, 'supervisor-kill', t0, restarted, slow ? 'restarted with a slow disk' : 'restarted');
-  for (const r of riders) record(ctx, r, t0, restarted, notes.shift() ?? (r === 'slow-disk' ? 'fsync delayed 4 ms until the next restart' : ''));
+  record(ctx, 'supervisor-kill', t0, true, slow ? 'restarted with a slow disk' : 'restarted');
+  for (const r of riders) record(ctx, r, t0, true, notes.shift() ?? (r === 'slow-disk' ? 'fsync delayed 4 ms until the next restart' : ''));
 }
