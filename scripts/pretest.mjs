@@ -1,4 +1,4 @@
-// Runs before `npm test`: the suite needs two Debian packages. Chromium: the inspector test
+// Runs before `npm test`: the suite needs two Debian packages (three as root: iproute2). Chromium: the inspector test
 // drives it headless (playwright-core never downloads a browser). nats-server: the
 // JetStream transport and cluster tests start their own on loopback. Each is installed here
 // when this user can (root with apt-get); otherwise the suite stops at once with the one
@@ -10,9 +10,12 @@ const has = (program) => spawnSync('sh', ['-c', `command -v ${program}`], { stdi
 const NEEDED = [
   { pkg: 'chromium', present: () => fs.existsSync('/usr/bin/chromium'), why: "the inspector test needs Debian's Chromium at /usr/bin/chromium" },
   { pkg: 'nats-server', present: () => has('nats-server'), why: 'the JetStream transport and cluster tests need nats-server' },
+  // test:cluster (run after vitest) makes network namespaces, which only root can: as root
+  // the suite needs ip; anyone else skips that step anyway.
+  { pkg: 'iproute2', present: () => has('ip'), why: 'test:cluster makes network namespaces with ip', rootOnly: true },
 ];
 
-const missing = NEEDED.filter((n) => !n.present());
+const missing = NEEDED.filter((n) => !n.present() && (!n.rootOnly || process.getuid?.() === 0));
 if (missing.length > 0) {
   const names = missing.map((n) => n.pkg);
   const command = `apt-get update && apt-get install -y ${names.join(' ')}`;

@@ -34,7 +34,10 @@ const tag = `hv${process.pid % 10_000}`;
 const base = fs.mkdtempSync(path.join(os.tmpdir(), 'hive-test-cluster-'));
 const net = new MachineNetwork(tag, HOSTS, process.pid % 200);
 const ipOf = (h: string) => net.ipOf(h);
-const log = (what: string) => process.stderr.write(`test:cluster: ${what}\n`);
+const log = (what: string) => {
+  stage = what;
+  process.stderr.write(`test:cluster: ${what}\n`);
+};
 
 function skip(why: string): never {
   process.stdout.write(`${JSON.stringify({ test: 'cluster', skipped: why }, null, 2)}\n`);
@@ -101,6 +104,19 @@ async function kill(p: ReturnType<typeof inNs> | undefined): Promise<void> {
 }
 
 // ---- the run ---------------------------------------------------------------------------
+// It runs in `npm test` (CI): a run that hangs must fail, say where it stood and leave no
+// processes or namespaces behind. A whole run takes about a minute.
+const HARD_LIMIT_MS = Number(process.env.TEST_CLUSTER_LIMIT_MS ?? 300_000);
+let stage = 'starting';
+const hardLimit = setTimeout(() => {
+  process.stderr.write(`test:cluster: gave up after ${HARD_LIMIT_MS / 1000} s; it stood at: ${stage}\n`);
+  for (const c of children) c.kill('SIGKILL');
+  net.down();
+  fs.rmSync(base, { recursive: true, force: true });
+  process.stdout.write(`${JSON.stringify({ test: 'cluster', held: false, error: `no result within ${HARD_LIMIT_MS / 1000} s (at: ${stage})` }, null, 2)}\n`);
+  process.exit(1);
+}, HARD_LIMIT_MS);
+hardLimit.unref();
 const report: Record<string, unknown> = { test: 'cluster', hosts: HOSTS.length, agents: AGENTS.length, requests: REQUESTS, replicas: 3 };
 let failed = false;
 net.up();

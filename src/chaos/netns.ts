@@ -23,7 +23,21 @@ export class MachineNetwork {
   static unavailable(): string | null {
     if (process.getuid?.() !== 0) return 'network namespaces need root';
     const r = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' });
-    return r.error || r.status !== 0 ? 'the ip command (iproute2) cannot list network namespaces here' : null;
+    if (r.error || r.status !== 0) return 'the ip command (iproute2) cannot list network namespaces here';
+    // Root in a container may still lack the right to make them: try what `up` does, once.
+    const probe = `hvprobe${process.pid % 100_000}`;
+    try {
+      sh('ip', ['netns', 'add', probe]);
+      sh('ip', ['link', 'add', `${probe}a`, 'type', 'veth', 'peer', 'name', `${probe}b`]);
+      sh('ip', ['link', 'set', `${probe}b`, 'netns', probe]);
+      return null;
+    } catch (err) {
+      const said = String((err as { stderr?: unknown }).stderr ?? '').trim() || (err as Error).message;
+      return `a network namespace with a veth link cannot be made here (${said.split('\n')[0]})`;
+    } finally {
+      spawnSync('ip', ['link', 'del', `${probe}a`], { stdio: 'ignore' });
+      spawnSync('ip', ['netns', 'del', probe], { stdio: 'ignore' });
+    }
   }
 
   ipOf(host: string): string {
@@ -65,7 +79,12 @@ export class MachineNetwork {
 
   /** Removes what `up` made (what is not there is skipped). */
   down(): void {
-    for (const h of this.hosts) spawnSync('ip', ['netns', 'del', this.ns(h)], { stdio: 'ignore' });
+    for (const h of this.hosts) {
+      // The link goes with its pair: a namespace the kernel has not freed yet (sockets of the
+      // killed processes still closing) would otherwise keep its peer here, in the way of the next run.
+      spawnSync('ip', ['link', 'del', this.link(h)], { stdio: 'ignore' });
+      spawnSync('ip', ['netns', 'del', this.ns(h)], { stdio: 'ignore' });
+    }
     spawnSync('ip', ['link', 'del', this.bridge], { stdio: 'ignore' });
   }
 
