@@ -40,7 +40,24 @@ describe('cluster mode: configuration', () => {
     fs.writeFileSync(file, JSON.stringify({ root: './hive', agents: [] }));
     const r = await cli(['start', '--config', file, '--host', 'h1']);
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/--host names this machine in cluster mode, but .*hive\.config\.json has no cluster section/);
+    expect(r.stderr).toMatch(/--host names this machine in cluster mode, but .*hive\.config\.json has no cluster section \(add one, or name the NATS servers with --cluster\)/);
+  });
+
+  it('hive start --cluster: a server that is not a NATS URL, a bad host name, or no host for a config without a cluster section are refused, each naming the flag; nothing is started', async () => {
+    const dir = tempRoot();
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, 'hive.config.json');
+    fs.writeFileSync(file, JSON.stringify({ root: './hive', agents: [] }));
+    const noHost = await cli(['start', '--config', file, '--cluster', 'nats://127.0.0.1:4222']);
+    expect(noHost.code).not.toBe(0);
+    expect(noHost.stderr).toMatch(/--cluster runs this machine in cluster mode, but .*hive\.config\.json has no cluster section to name the machine: add --host NAME/);
+    const badUrl = await cli(['start', '--config', file, '--cluster', 'nats://127.0.0.1:4222,http://x', '--host', 'h1']);
+    expect(badUrl.code).not.toBe(0);
+    expect(badUrl.stderr).toMatch(/expected --cluster to be NATS server URLs \(nats:\/\/host:port or tls:\/\/host:port\), comma-separated, got "http:\/\/x"/);
+    const badHost = await cli(['start', '--config', file, '--cluster', 'nats://127.0.0.1:4222', '--host', 'GPU 1']);
+    expect(badHost.code).not.toBe(0);
+    expect(badHost.stderr).toMatch(/expected --host to be a host name .*, got "GPU 1"/);
+    expect(fs.existsSync(path.join(dir, 'hive'))).toBe(false);
   });
 });
 
@@ -68,21 +85,26 @@ function startMachine(root: string, prefix: string, host: string, mode = 'pinned
   });
 }
 
-/** `hive start --host h1`, the real command, on a JSON config: echo-x leased, the client pinned to h1. */
-function cliMachine(url: string, prefix: string) {
+/**
+ * `hive start --host h1`, the real command, on a JSON config: echo-x leased, the client pinned
+ * to h1. `byFlags`: the config has no cluster section; `--cluster URL --host h1` make it one
+ * (prefix 'hive', the default).
+ */
+function cliMachine(url: string, prefix: string, byFlags = false) {
   const root = tempRoot();
   const file = path.join(path.dirname(root), `${prefix}.config.json`);
   fs.writeFileSync(
     file,
     JSON.stringify({
       root,
-      agents: [{ id: 'echo-x', brain: { kind: 'echo' } }, { id: 'client', brain: { kind: 'external' }, runsOn: 'h1' }],
-      cluster: { servers: [url], host: 'h1', prefix, leaseMs: 2_000 },
+      agents: [{ id: 'echo-x', brain: { kind: 'echo' } }, { id: 'client', brain: { kind: 'external' }, ...(byFlags ? {} : { runsOn: 'h1' }) }],
+      ...(byFlags ? {} : { cluster: { servers: [url], host: 'h1', prefix, leaseMs: 2_000 } }),
       audit: { enabled: false },
       inspector: { enabled: false },
     }),
   );
-  const child = spawn(process.execPath, [path.join(process.cwd(), 'scripts', 'hive.mjs'), 'start', '--config', file, '--host', 'h1', '--json', '--quiet'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const flags = byFlags ? ['--cluster', url, '--host', 'h1'] : ['--host', 'h1'];
+  const child = spawn(process.execPath, [path.join(process.cwd(), 'scripts', 'hive.mjs'), 'start', '--config', file, ...flags, '--json', '--quiet'], { stdio: ['ignore', 'pipe', 'pipe'] });
   const closed = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const ready = new Promise<void>((resolve, reject) => {
     const { exited } = collectLines(child, (line) => line.includes('"event":"ready"') && resolve());
@@ -318,6 +340,26 @@ describe('cluster mode: two machines on one nats-server', () => {
       t.close();
       child.kill('SIGTERM');
       expect(await closed).toBe(0);
+    }
+  }, 60_000);
+  it('hive start --cluster URL --host h1 on a config without a cluster section runs a machine of the cluster (prefix hive): it answers across NATS, hive status names the machine, it stops gracefully', async () => {
+    const own = await startNatsServer(); // its own server: the default prefix must not meet another test's streams
+    const { root, child, ready, closed } = cliMachine(own.url, `flags${process.pid}`, true);
+    const t = await createJetStreamTransport({ servers: [own.url], prefix: 'hive' });
+    try {
+      await ready;
+      const m = createMessage({ from: 'client', to: 'echo-x', act: 'request', body: 'cluster by flags' });
+      writeOutbox(root, [m]);
+      const deadline = Date.now() + 20_000;
+      while (!(await replies(t)).some((r) => r.in_reply_to === m.id) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect((await replies(t)).filter((r) => r.in_reply_to === m.id)).toHaveLength(1);
+      const status = await cli(['status', '--root', root]);
+      expect(status.stdout).toMatch(/cluster: this machine is h1, on nats:\/\/127\.0\.0\.1:\d+ \(nats-server \d+\.\d+\.\d+, 1 replica, prefix hive\)/);
+    } finally {
+      t.close();
+      child.kill('SIGTERM');
+      expect(await closed).toBe(0);
+      await own.stop();
     }
   }, 60_000);
   it('a graceful stop of hive start does not wait out NATS when every server is gone: it ends within seconds, exit 0', async () => {

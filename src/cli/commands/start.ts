@@ -8,7 +8,7 @@ import { startInspector, type Inspector } from '../../inspector/server.ts';
 import { painter } from '../colour.ts';
 import { terminalLine } from '../terminal.ts';
 import { readClusterFile } from '../../supervisor/cluster-file.ts';
-import type { HiveConfig } from '../../config/schema.ts';
+import { ClusterSchema, type HiveConfig } from '../../config/schema.ts';
 
 function clock(): string {
   return new Date().toISOString().slice(11, 23);
@@ -35,22 +35,41 @@ function seamsOf(command: Command, args: ParsedArgs): TestSeams {
   return seams;
 }
 
-/** `--host NAME` names this machine in cluster mode (instead of the config's `cluster.host`). */
-function withHost(command: Command, config: HiveConfig, host: string | undefined): HiveConfig {
-  if (host === undefined) return config;
-  if (!config.cluster) throw badArgs(command, `--host names this machine in cluster mode, but ${config.configFile ?? 'the config'} has no cluster section`);
-  if (!/^[a-z0-9][a-z0-9._-]{0,63}$/.test(host)) throw badArgs(command, `expected --host to be a host name (lower-case letters, digits, '.', '_', '-'), got ${JSON.stringify(host)}`);
-  return { ...config, cluster: { ...config.cluster, host } };
+/**
+ * `--cluster URL[,URL…]` runs this machine in cluster mode on those NATS servers (instead of
+ * the config's `cluster.servers`; with a config that has no cluster section, `--host` names
+ * the machine and the rest takes its defaults). `--host NAME` names this machine (instead
+ * of the config's `cluster.host`).
+ */
+function withCluster(command: Command, config: HiveConfig, servers: string | undefined, host: string | undefined): HiveConfig {
+  if (servers === undefined && host === undefined) return config;
+  const where = config.configFile ?? 'the config';
+  if (!config.cluster && servers === undefined) throw badArgs(command, `--host names this machine in cluster mode, but ${where} has no cluster section (add one, or name the NATS servers with --cluster)`);
+  if (!config.cluster && host === undefined) throw badArgs(command, `--cluster runs this machine in cluster mode, but ${where} has no cluster section to name the machine: add --host NAME`);
+  const input = {
+    ...config.cluster,
+    ...(servers !== undefined ? { servers: servers.split(',').map((s) => s.trim()).filter(Boolean) } : {}),
+    ...(host !== undefined ? { host } : {}),
+  };
+  const parsed = ClusterSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path[0] === 'servers' ? '--cluster' : issue.path[0] === 'host' ? '--host' : `cluster.${issue.path.join('.')}`;
+    const got = issue.path.reduce<unknown>((v, k) => (v as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey], input);
+    const expected = field === '--cluster' ? 'NATS server URLs (nats://host:port or tls://host:port), comma-separated' : field === '--host' ? "a host name (lower-case letters, digits, '.', '_', '-')" : issue.message;
+    throw badArgs(command, `expected ${field} to be ${expected}, got ${JSON.stringify(got ?? servers)}`);
+  }
+  return { ...config, cluster: parsed.data };
 }
 
 export const startCommand: Command = {
   name: 'start',
   summary: 'start the supervisor on a config file and run until Ctrl-C',
-  usage: 'hive start [--config FILE] [--host NAME] [--quiet] [--json]   (--host: this machine in cluster mode; hive chaos adds --test-fault-ops, --test-plant NAME, --test-fsync-delay-ms N)',
-  options: { config: { type: 'string' }, host: { type: 'string' }, quiet: { type: 'boolean' }, ...JSON_OPTION, 'test-plant': { type: 'string' }, 'test-fsync-delay-ms': { type: 'string' }, 'test-fault-ops': { type: 'boolean' } },
+  usage: 'hive start [--config FILE] [--cluster URL[,URL]] [--host NAME] [--quiet] [--json]   (--cluster: run this machine in cluster mode on these NATS servers; --host: its name; hive chaos adds --test-fault-ops, --test-plant NAME, --test-fsync-delay-ms N)',
+  options: { config: { type: 'string' }, cluster: { type: 'string' }, host: { type: 'string' }, quiet: { type: 'boolean' }, ...JSON_OPTION, 'test-plant': { type: 'string' }, 'test-fsync-delay-ms': { type: 'string' }, 'test-fault-ops': { type: 'boolean' } },
   async run(args, io) {
     const file = path.resolve(io.cwd, str(args, 'config') ?? 'hive.config.ts');
-    const config = withHost(this, await loadConfig(file), str(args, 'host'));
+    const config = withCluster(this, await loadConfig(file), str(args, 'cluster'), str(args, 'host'));
     const hive = createHive(config, { testing: seamsOf(this, args) });
     const json = args.values.json === true;
     const quiet = args.values.quiet === true;
