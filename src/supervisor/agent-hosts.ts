@@ -251,7 +251,7 @@ export class AgentHosts {
     const agentsOf = () => this.members.get(hostId) ?? [];
     const child = superviseWorker<AgentHostApi>(this.ctx, hostId, {
       agents: agentsOf,
-      start: async () => {
+      start: async (_attempt, born) => {
         // A turn the previous thread died in is over: the new thread stamps its own.
         for (const id of agentsOf()) this.records.get(id)?.turnClock.clear();
         const specs = await Promise.all(agentsOf().map((id) => this.hostedSpec(id)));
@@ -262,6 +262,7 @@ export class AgentHosts {
           this.onEvent,
           { heapMb: workerHeapLimitMb(this.ctx.config.supervisor.workerHeapMb, agentsOf().length) },
         );
+        born(handle); // a stop from now on ends this thread, even while its actors restore
         // Watched from here: a brain can run away while its actor is still being started.
         this.workers.set(hostId, handle);
         void handle.exited.then(() => this.workers.get(hostId) === handle && this.workers.delete(hostId));
@@ -276,7 +277,11 @@ export class AgentHosts {
         }
         for (const info of res.started) this.started(info.id, info);
         for (const f of res.failed) await this.configFailed(f.agent, f.error);
-        if (res.failed.length > 0) await this.router.updateHost(hostId, agentsOf());
+        // Removed while this start was in flight (a cluster lease lost during a restart of a
+        // pooled host): it must not run on here.
+        const gone = specs.map((x) => x.id).filter((id) => !agentsOf().includes(id));
+        for (const id of gone) await handle.call((api) => api.stopActor(id, this.ctx.config.supervisor.stopGraceMs));
+        if (res.failed.length > 0 || gone.length > 0) await this.router.updateHost(hostId, agentsOf());
         return handle;
       },
       drain: async (handle) => {

@@ -3,8 +3,12 @@ import { supervisedChildMachine, type RestartPolicy } from '../../machines/super
 import type { WorkerHandle } from './worker-handle.ts';
 
 export interface HostChildHooks<Api> {
-  /** Start a fresh worker (new thread) and bring its actors up; resolves when running. */
-  start(attempt: number): Promise<WorkerHandle<Api>>;
+  /**
+   * Start a fresh worker (new thread) and bring its actors up; resolves when running.
+   * `born` is told of the thread as soon as it exists, before its actors are up: a stop
+   * that comes meanwhile ends it there.
+   */
+  start(attempt: number, born: (handle: WorkerHandle<Api>) => void): Promise<WorkerHandle<Api>>;
   /** Ask a running worker to finish its turn and stop; the child terminates it afterwards. */
   drain(handle: WorkerHandle<Api>): Promise<void>;
   onCrashed(info: { error: string; restarts: number; delayMs: number }): void;
@@ -20,6 +24,15 @@ export class HostChild<Api> {
   handle: WorkerHandle<Api> | null = null;
   readonly actor: Actor<typeof supervisedChildMachine>;
   private readonly firstStart: Promise<void>;
+  /** The thread of a start still in flight (its actors are being brought up). */
+  private starting: WorkerHandle<Api> | null = null;
+  /**
+   * Set by the stop. A start in flight when the machine stops is not waited for (it may wait
+   * on a store that does not answer), so whatever it brings up after that is ended at once:
+   * no worker may outlive its child (a cluster machine that lost an agent's lease while the
+   * agent was restarting ran it on, unleased, beside its new owner).
+   */
+  private stopRequested = false;
 
   constructor(
     readonly id: string,
@@ -29,7 +42,14 @@ export class HostChild<Api> {
     const machine = supervisedChildMachine.provide({
       actors: {
         startHost: fromPromise(async ({ input }) => {
-          const handle = await hooks.start(input.attempt);
+          const handle = await hooks.start(input.attempt, (born) => {
+            this.starting = born;
+            if (this.stopRequested) void endStray(born);
+          }).finally(() => (this.starting = null));
+          if (this.stopRequested) {
+            await endStray(handle);
+            throw new Error('stopped while it was starting');
+          }
           // Died while it was being started (a turn deadline can end it there): that start
           // failed. A crash event now would reach the machine before it is running, and be lost.
           if (handle.exit && !handle.exit.expected) throw handle.exit.error ?? new Error(`worker exited with code ${handle.exit.code} while starting`);
@@ -42,6 +62,8 @@ export class HostChild<Api> {
           });
         }),
         stopHost: fromPromise(async () => {
+          this.stopRequested = true;
+          if (this.starting) await endStray(this.starting); // its actors are not up: nothing to drain
           const handle = this.handle;
           this.handle = null;
           if (!handle) return;
@@ -102,4 +124,10 @@ export class HostChild<Api> {
   restarts(): number {
     return this.actor.getSnapshot().context.restarts;
   }
+}
+
+/** Ends a thread the child no longer wants (a start that finished after its stop). */
+async function endStray<Api>(handle: WorkerHandle<Api>): Promise<void> {
+  handle.markExpectedExit();
+  await handle.terminate();
 }
