@@ -1,10 +1,17 @@
 import { MAX_BODY_CHARS, MAX_SUBJECT_CHARS, createMessage, parseMessage, type HiveMessage } from '../protocol/message.ts';
-import { deriveId, stableId } from '../protocol/ids.ts';
+import { deriveId, idTime, stableId } from '../protocol/ids.ts';
 import type { BrainInput, DurableTimer, Draft, TimerRequest } from '../brains/types.ts';
 
 /** The key of an input: the message id, or the timer id. Outgoing ids derive from it. */
 export function inputKey(input: BrainInput): string {
   return input.kind === 'message' ? input.message.id : input.timer.id;
+}
+
+/** The input's own time, the same on every run of the turn: its id's time (else its creation time), or a timer's due time. */
+function inputTime(input: BrainInput): number {
+  if (input.kind === 'timer') return input.timer.at;
+  const created = input.message.created_at ? Date.parse(input.message.created_at) : NaN;
+  return idTime(input.message.id) ?? (Number.isFinite(created) ? created : 0);
 }
 
 export interface Composed {
@@ -23,7 +30,7 @@ export function composeMessages(agentId: string, input: BrainInput, drafts: Draf
   const parent = input.kind === 'message' ? input.message : null;
   const out: Composed = { messages: [], invalid: [] };
   drafts.forEach((d, i) => {
-    const id = deriveId(agentId, key, i, now);
+    const id = deriveId(agentId, key, i, inputTime(input));
     const candidate: Record<string, unknown> = {
       ...d,
       id,

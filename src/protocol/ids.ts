@@ -67,15 +67,19 @@ export function newId(nowMs: number = Date.now()): string {
 }
 
 /**
- * The id of the `index`-th message an agent emits while handling `inputId`.
- * The tail is a digest of (agent, input, index), so the id names its origin;
- * the time prefix keeps outboxes in write order.
- * @example deriveId('alice', '01jd8x...', 0)
+ * The id of the `index`-th message an agent emits while handling an input: the same on
+ * every run of that turn, so a turn run twice emits the same ids and every receiver's
+ * duplicate check keeps one. A turn runs twice when two owners of one agent both commit it:
+ * a cluster's commit fence is a check the NATS leader makes before replication, and two
+ * publishes in flight together can both pass it (nats-server issue 4320). The tail is a
+ * digest of (agent, input, index), the time part the input's own time (`inputMs`: its id's
+ * time, or a timer's due time), the index in the sequence part: nothing from the clock.
+ * @example deriveId('alice', '01jd8x...', 0, idTime('01jd8x...') ?? 0)
  */
-export function deriveId(agentId: string, inputId: string, index: number, nowMs: number = Date.now()): string {
-  const { ms, seq } = clock.next(nowMs);
+export function deriveId(agentId: string, inputId: string, index: number, inputMs: number): string {
+  const ms = Math.max(0, Math.floor(inputMs)) + Math.floor(index / (SEQ_MAX + 1));
   const digest = createHash('sha256').update(`${agentId}\0${inputId}\0${index}`).digest();
-  return encode(ms, TIME_LEN) + encode(seq, SEQ_LEN) + encodeBytes(digest, TAIL_LEN);
+  return encode(ms, TIME_LEN) + encode(index % (SEQ_MAX + 1), SEQ_LEN) + encodeBytes(digest, TAIL_LEN);
 }
 
 /** The creation time encoded in an id made by `newId`/`deriveId`, or null for foreign ids. */

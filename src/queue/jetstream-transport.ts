@@ -144,7 +144,10 @@ export async function createJetStreamTransport(options: JetStreamTransportOption
   } catch (err) {
     throw new HiveError('E_UNAVAILABLE', `Cannot connect to NATS at ${options.servers.join(', ')}: ${errorMessage(err)}`, { cause: err });
   }
-  const jsm = await jetstreamManager(nc);
+  // Asks the account's JetStream info: a cluster electing its leader answers 503 for a while
+  // (seen: a machine taking agents over as another died, its workers failing five starts in
+  // half a second and given up on).
+  const jsm = await whileStarting(() => jetstreamManager(nc));
   const js = jetstream(nc);
   const replicas = options.replicas ?? 1;
   const p = options.prefix;
@@ -172,7 +175,8 @@ export async function whileStarting<T>(step: () => Promise<T>): Promise<T> {
       return await step();
     } catch (err) {
       const racedCreate = err instanceof JetStreamApiError && /subjects overlap with an existing stream/i.test(err.message);
-      if (Date.now() > deadline || !(isUnreachable(err) || racedCreate)) throw err;
+      const busy = /temporarily unavailable/i.test(errorMessage(err));
+      if (Date.now() > deadline || !(isUnreachable(err) || racedCreate || busy)) throw err;
       await new Promise((r) => setTimeout(r, 250));
     }
   }

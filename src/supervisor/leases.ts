@@ -53,11 +53,10 @@ export class LeaseKeeper {
     const kv = await whileStarting(() => new Kvm(nc).create(`${cluster.prefix}_leases`, { ttl: cluster.leaseMs, history: 1, replicas: cluster.replicas }));
     // The bucket keeps the TTL it was made with; a changed leaseMs is written into it here,
     // or leases would expire between renewals (or outlive a dead machine for too long).
-    const info = (await kv.status()).streamInfo;
+    const info = (await whileStarting(() => kv.status())).streamInfo;
     const maxAgeNs = cluster.leaseMs * 1_000_000;
     if (info.config.max_age !== maxAgeNs) {
-      const jsm = await jetstreamManager(nc);
-      await jsm.streams.update(info.config.name, { ...info.config, max_age: maxAgeNs });
+      await whileStarting(async () => (await jetstreamManager(nc)).streams.update(info.config.name, { ...info.config, max_age: maxAgeNs }));
       hooks.log({ type: 'cluster.lease-ttl-changed', host: cluster.host, from_ms: Math.round(info.config.max_age / 1_000_000), to_ms: cluster.leaseMs });
     }
     const keeper = new LeaseKeeper(kv, () => nc.close(), cluster, agents, hooks);
