@@ -1,3 +1,5 @@
+// Long on purpose: adding, removing, starting and restarting agent hosts share one set of
+// maps (records, members, hosts, removals); split apart they would pass them all around.
 import type { ActorInfo, AgentHostApi, ActorContextSummary, BrainLoadFailure, HostedAgentSpec, WorkerEvent } from '../protocol/worker.ts';
 import { brainPreflight, reportConfigFailure } from './config-failure.ts';
 import { BrainSchema, type BrainSpec } from '../config/schema.ts';
@@ -30,6 +32,8 @@ import type { AgentRecord } from './agent-record.ts';
 export class AgentHosts {
   private readonly records = new Map<string, AgentRecord>();
   private readonly members = new Map<string, string[]>();
+  /** Removals under way, by agent: an add of the same agent waits for its removal. */
+  private readonly removing = new Map<string, Promise<void>>();
   private readonly hosts = new Map<string, HostChild<AgentHostApi>>();
   /** The live thread of each agent host, from its boot on (its HostChild knows it only once started). */
   private readonly workers = new Map<string, WorkerHandle<AgentHostApi>>();
@@ -122,6 +126,7 @@ export class AgentHosts {
 
   /** Adds (or replaces) an agent at run time and starts it, in a running pool or a worker of its own. */
   async add(entry: RegistryEntry, brain: BrainSpec, pool: string | undefined): Promise<void> {
+    await this.removing.get(entry.id); // its previous actor is stopped first
     const record = this.newRecord(entry, brain, 'starting', this.records.get(entry.id)?.turnClock);
     this.records.set(entry.id, record);
     if (!isRunnable(entry, brain)) return;
@@ -145,8 +150,24 @@ export class AgentHosts {
     this.ctx.events.emit('spawned', { agent: entry.id, host: hostId });
   }
 
-  /** Stops an agent's actor (its worker too, when it was the last agent in it). */
+  /**
+   * Stops an agent's actor (its worker too, when it was the last agent in it). An `add` of
+   * the same agent meanwhile waits for it: two actors of one agent must never run at once
+   * (a cluster lease lost and taken again within milliseconds started a second actor while
+   * the first, waiting on NATS, was still stopping, and both committed the same turn).
+   */
   async remove(id: string): Promise<void> {
+    const removal = this.removeNow(id);
+    const settled = removal.catch(() => undefined);
+    this.removing.set(id, settled);
+    try {
+      await removal;
+    } finally {
+      if (this.removing.get(id) === settled) this.removing.delete(id);
+    }
+  }
+
+  private async removeNow(id: string): Promise<void> {
     const record = this.records.get(id);
     if (!record) throw new HiveError('E_UNKNOWN_AGENT', `No agent "${id}" in ${this.ctx.root}`);
     record.entry.status = 'stopped';
