@@ -19,6 +19,8 @@ import type { DurableTimer, JsonValue } from '../src/protocol/timer.ts';
 export interface WorkEntry {
   seq: number;
   message: HiveMessage;
+  /** The same message at an earlier seq of this inbox: the cursor passes it, the brain never sees it. */
+  duplicate?: true;
 }
 
 export interface Work {

@@ -209,7 +209,9 @@ try {
   await Promise.race([Promise.all([...supervisors.values()].map((p) => p.exited)), new Promise((r) => setTimeout(r, 15_000))]);
   for (const c of children) c.kill('SIGKILL');
   net.down();
-  fs.rmSync(base, { recursive: true, force: true });
+  // A failed run keeps every machine's folder (log.jsonl says who ran what, when).
+  if (failed) report.folders = base;
+  else fs.rmSync(base, { recursive: true, force: true });
 }
 report.held = !failed;
 process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -84,6 +84,27 @@ describe('jetstream transport: what it keeps beyond the conformance suite', () =
     expect(await t.cursor('a')).toBe(2);
   });
 
+  it('an inbox holding one message twice (a chained publish let through twice, nats-server issue 4320): the agent\'s link returns the second copy marked duplicate, a re-read of the first is not', async () => {
+    const t = await open(`repeat${process.pid}`);
+    const m = createMessage({ from: 'a', to: 'b', act: 'request', body: 'once' });
+    const after = createMessage({ from: 'a', to: 'b', act: 'request', body: 'next' });
+    expect(await t.deliver('b', [m])).toMatchObject([{ status: 'delivered', seq: 1 }]);
+    // The second copy, as the race leaves it: straight onto the inbox subject, past the deliverer's check.
+    const js = (t as unknown as { js: { publish: (subject: string, data: Uint8Array) => Promise<unknown> } }).js;
+    await js.publish(`repeat${process.pid}.inbox.b`, new TextEncoder().encode(JSON.stringify(m)));
+    expect(await t.deliver('b', [after])).toMatchObject([{ status: 'delivered', seq: 3 }]);
+    const link = t.agent('b');
+    await link.restore();
+    const got = await link.fetch(0);
+    expect(got.map((e) => [e.seq, e.id, e.duplicate ?? false])).toEqual([
+      [1, m.id, false],
+      [2, m.id, true],
+      [3, after.id, false],
+    ]);
+    expect((await link.fetch(0)).map((e) => e.duplicate ?? false)).toEqual([false, true, false]); // read again: the same answer
+    link.close();
+  });
+
   it('an item published straight onto a send subject that is not a message is pending with its error, and reject dead-letters it', async () => {
     const t = await open(`junk${process.pid}`);
     const nc = (t as unknown as { nc: { publish(s: string, d: string): void; flush(): Promise<void> } }).nc;

@@ -325,7 +325,7 @@ export class AgentActor {
     const entries: WorkEntry[] = [];
     for (const e of read) {
       if (e.seq !== cursor + 1 + entries.length) break;
-      entries.push({ seq: e.seq, message: e.message });
+      entries.push(e.duplicate ? { seq: e.seq, message: e.message, duplicate: true } : { seq: e.seq, message: e.message });
     }
     if (read.length > 0 && entries.length === 0) {
       // A gap: seq cursor+1 is missing. Usually a delivery still renaming; wait, then skip.
@@ -372,8 +372,11 @@ export class AgentActor {
     const messages = [];
     const inputs: BrainInput[] = [
       ...work.timers.map((timer) => ({ kind: 'timer' as const, timer })),
-      ...work.entries.map((e) => ({ kind: 'message' as const, seq: e.seq, message: e.message })),
+      ...work.entries.filter((e) => !e.duplicate).map((e) => ({ kind: 'message' as const, seq: e.seq, message: e.message })),
     ];
+    // Entries already handled at an earlier seq: passed, not handled (the cursor covers them below).
+    const passed = work.entries.filter((e) => e.duplicate);
+    for (const e of passed) appendEvent(this.o.root, { type: 'message.duplicate-passed', agent: this.id, id: e.message.id, seq: e.seq });
     const tracer = this.o.tracer ?? null;
     this.pendingTurns = [];
     // A turn run again (its first run met a full disk) sends anew; the first run's spans end here.
@@ -425,6 +428,7 @@ export class AgentActor {
         handled += 1;
       }
     }
+    for (const e of passed) cursor = Math.max(cursor, e.seq);
     return { cursor, messages, brainState: state, timers, handled };
   }
 
@@ -554,7 +558,7 @@ export class AgentActor {
         type: 'actor.processed',
         agent: this.id,
         cursor: next.cursor,
-        handled: (work?.entries ?? []).map((e) => ({ seq: e.seq, id: e.message.id, from: e.message.from, act: e.message.act })),
+        handled: (work?.entries ?? []).filter((e) => !e.duplicate).map((e) => ({ seq: e.seq, id: e.message.id, from: e.message.from, act: e.message.act })),
         sent: messages.map((m) => ({ id: m.id, to: m.to, act: m.act, subject: m.subject, body: m.body, in_reply_to: m.in_reply_to })),
         timings: { fetchMs: this.thinkStart - this.turnStart, thinkMs: commitStart - this.thinkStart, commitMs: performance.now() - commitStart },
       });

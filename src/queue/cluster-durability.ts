@@ -43,7 +43,7 @@ export function durabilityOf(serverVersion: string, replicas: number): Durabilit
     // publishers racing on a replicated stream could both be accepted.
     warnings.push(
       `nats-server ${serverVersion} may accept two racing writes that each expect the same last sequence on a replicated stream (nats-server#4320): ` +
-        'two machines could then both take one lease, or a stale owner and the new one both commit one turn; use nats-server 2.10 or later with replicas',
+        'two machines could then both take one lease, or a stale owner and the new one both commit one turn (its messages keep their ids, so each receiver keeps one of them); use nats-server 2.10 or later with replicas',
     );
   }
   return { serverVersion, replicas, survives, warnings };

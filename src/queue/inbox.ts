@@ -19,6 +19,12 @@ export interface InboxEntry {
   /** Where the entry is, for people: `agents/<id>/inbox/<segment>#<seq>`. */
   ref: string;
   message: HiveMessage;
+  /**
+   * The same message id at an earlier seq of this inbox, which a single writer never makes
+   * but a JetStream inbox can hold (a chained publish let through twice, nats-server issue
+   * 4320): the agent moves its cursor past it without handling it.
+   */
+  duplicate?: true;
 }
 
 export interface RejectedInboxLine {

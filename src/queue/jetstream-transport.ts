@@ -687,6 +687,9 @@ class JetStreamTransportImpl implements JetStreamTransport {
   }
 }
 
+/** How many message ids an agent's link remembers to tell a repeated inbox entry (markRepeats). */
+const REPEAT_WINDOW = 2_000;
+
 class JetStreamAgentLink implements AgentLink {
   readonly conversation: ConversationStore;
   private commitNo = 0;
@@ -694,6 +697,8 @@ class JetStreamAgentLink implements AgentLink {
   private lastSeq = 0;
   private restored = false;
   private readonly owner = randomUUID();
+  /** Message id → the seq this link first returned it at (markRepeats). */
+  private readonly returned = new Map<string, number>();
   private readonly listeners = new Set<() => void>();
   private sub: Subscription | null = null;
   private poll: NodeJS.Timeout | null = null;
@@ -722,6 +727,30 @@ class JetStreamAgentLink implements AgentLink {
   }
 
   async fetch(afterSeq: number, limit?: number): Promise<InboxEntry[]> {
+    return this.markRepeats(await this.fetchEntries(afterSeq, limit));
+  }
+
+  /**
+   * Marks an entry whose message id this link returned before at another seq (`duplicate`:
+   * the agent passes it). One writer per inbox never makes one, but the deliverers' chained
+   * publishes rest on the expected-sequence check, which nats-server 2.9 can let through
+   * twice for publishes in flight together (issue 4320): `test:cluster` saw an agent handle
+   * 33 requests twice, each in the same batch as its first copy. Covers the ids this link
+   * returned (the last REPEAT_WINDOW), not those an earlier owner handled.
+   */
+  private markRepeats(entries: InboxEntry[]): InboxEntry[] {
+    return entries.map((e) => {
+      const first = this.returned.get(e.id);
+      if (first !== undefined && first !== e.seq) return { ...e, duplicate: true };
+      if (first === undefined) {
+        this.returned.set(e.id, e.seq);
+        if (this.returned.size > REPEAT_WINDOW) this.returned.delete(this.returned.keys().next().value!);
+      }
+      return e;
+    });
+  }
+
+  private async fetchEntries(afterSeq: number, limit?: number): Promise<InboxEntry[]> {
     const feed = await this.feedFrom(afterSeq + 1);
     const fed = feed?.after(afterSeq + 1, limit) ?? [];
     // All the feed holds was the inbox's end as its consumer last saw it: no request (an
