@@ -82,6 +82,21 @@ describe('memory.md in cluster mode', () => {
     }
   });
 
+  it('a watch that stalls without ending (an ordered consumer after the cluster lost a machine) misses nothing for long: the look at the keys in rotation mirrors the write', async () => {
+    const { roots, files } = await machines(1);
+    // The bucket as it is, behind a watch that never delivers and never ends.
+    const stalled = Object.assign(Object.create(Object.getPrototypeOf(files)) as FencedFiles, files, { watch: async () => () => undefined });
+    const stop = await startMemoryMirror(roots[0]!, stalled, ['ann'], () => undefined, 200);
+    try {
+      await files.put(memoryKey('ann'), 0, Buffer.from('# Ann\n\n## Memories\n\n## 2026-12-05 — Missed by the watch\n'));
+      const deadline = Date.now() + 5_000;
+      while (!local(roots[0]!).includes('Missed by the watch') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(local(roots[0]!)).toBe(await stored(files));
+    } finally {
+      stop();
+    }
+  });
+
   it("the mirror never loses a local memory.md it did not write: an edited or pre-cluster file with entries is backed up before the cluster's replaces it", async () => {
     const { roots, files } = await machines(1);
     await files.put(memoryKey('ann'), 0, Buffer.from('# Ann\n\n## Memories\n\n## 2026-12-01 — From the cluster\n'));

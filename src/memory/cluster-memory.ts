@@ -10,7 +10,7 @@ import { readClusterFile } from '../supervisor/cluster-file.ts';
 import { HiveError, errorMessage } from '../errors.ts';
 import { withFileLock } from './lock.ts';
 import { countEntries } from './policy.ts';
-import type { FencedFiles } from '../queue/jetstream-files.ts';
+import type { FencedFiles, FencedValue } from '../queue/jetstream-files.ts';
 
 /**
  * memory.md in cluster mode (docs/architecture.md, "Cluster mode"): each agent's memory
@@ -140,7 +140,7 @@ export async function appendClusterMemory(root: string, files: FencedFiles, agen
  * mirrored into the folder. `onMirrored` hears of each. A cluster that does not answer
  * here is logged and tried again, never a reason for the router to fail.
  */
-export async function startMemoryMirror(root: string, files: FencedFiles, agents: string[], onMirrored: (agent: string) => void): Promise<() => void> {
+export async function startMemoryMirror(root: string, files: FencedFiles, agents: string[], onMirrored: (agent: string) => void, checkMs = MIRROR_CHECK_MS): Promise<() => void> {
   const { whileStarting } = await import('../queue/jetstream-transport.ts');
   for (const agent of agents) {
     const local = readLocal(agentPaths(root, agent).memory);
@@ -160,18 +160,42 @@ export async function startMemoryMirror(root: string, files: FencedFiles, agents
   let chain: Promise<unknown> = Promise.resolve();
   let stopped = false;
   let stop: (() => void) | null = null;
+  /** The newest revision of each agent's memory mirrored here. */
+  const seen = new Map<string, number>();
+  const mirror = (agent: string, value: FencedValue) => {
+    if (!fs.existsSync(`${agentsDir}/${agent}`) || (seen.get(agent) ?? 0) >= value.revision) return;
+    // One write at a time, in the order the cluster has them.
+    chain = chain
+      .then(async () => {
+        if ((seen.get(agent) ?? 0) >= value.revision) return;
+        const changed = await mirrorMemory(root, agent, value.data);
+        seen.set(agent, value.revision);
+        if (changed) onMirrored(agent);
+      })
+      .catch((err: unknown) => appendEvent(root, { type: 'memory.mirror-failed', agent, error: errorMessage(err) }));
+  };
+  // The watch is an ordered consumer that can stall without ending after the cluster lost
+  // a machine (test:cluster saw two machines' mirrors miss a write for good): a look at
+  // MIRROR_CHECK_SLICE agents' keys every MIRROR_CHECK_MS, in rotation, catches what it missed.
+  let turn = 0;
+  const check = setInterval(() => {
+    const slice = agents.length <= MIRROR_CHECK_SLICE ? agents : Array.from({ length: MIRROR_CHECK_SLICE }, (_, i) => agents[(turn + i) % agents.length]!);
+    turn = (turn + MIRROR_CHECK_SLICE) % Math.max(1, agents.length);
+    for (const agent of slice) {
+      void files.get(memoryKey(agent)).then(
+        (value) => value && mirror(agent, value),
+        () => undefined, // not answering now: the next look, or the watch
+      );
+    }
+  }, checkMs);
+  check.unref();
   const watch = async (): Promise<void> => {
     try {
       stop = await files.watch(
         'memory.',
         (key, value) => {
           const agent = agentOfKey(key);
-          if (!agent || !fs.existsSync(`${agentsDir}/${agent}`)) return;
-          // One write at a time, in the order the cluster has them.
-          chain = chain
-            .then(() => mirrorMemory(root, agent, value.data))
-            .then((changed) => changed && onMirrored(agent))
-            .catch((err: unknown) => appendEvent(root, { type: 'memory.mirror-failed', agent, error: errorMessage(err) }));
+          if (agent) mirror(agent, value);
         },
         (err) => {
           // The watch ended (the connection went away for good, a server error): watched again.
@@ -187,6 +211,10 @@ export async function startMemoryMirror(root: string, files: FencedFiles, agents
   await watch();
   return () => {
     stopped = true;
+    clearInterval(check);
     stop?.();
   };
 }
+
+const MIRROR_CHECK_MS = 5_000;
+const MIRROR_CHECK_SLICE = 50;
