@@ -10,8 +10,8 @@ const has = (program) => spawnSync('sh', ['-c', `command -v ${program}`], { stdi
 const NEEDED = [
   { pkg: 'chromium', present: () => fs.existsSync('/usr/bin/chromium'), why: "the inspector test needs Debian's Chromium at /usr/bin/chromium" },
   { pkg: 'nats-server', present: () => has('nats-server'), why: 'the JetStream transport and cluster tests need nats-server' },
-  // test:cluster (run after vitest) makes network namespaces, which only root can: as root
-  // the suite needs ip; anyone else skips that step anyway.
+  // npm run test:cluster makes network namespaces, which only root can: installed for root
+  // alongside the others (anyone else skips that script anyway).
   { pkg: 'iproute2', present: () => has('ip'), why: 'test:cluster makes network namespaces with ip', rootOnly: true },
 ];
 

@@ -104,8 +104,8 @@ async function kill(p: ReturnType<typeof inNs> | undefined): Promise<void> {
 }
 
 // ---- the run ---------------------------------------------------------------------------
-// It runs in `npm test` (CI): a run that hangs must fail, say where it stood and leave no
-// processes or namespaces behind. A whole run takes about a minute.
+// A run that hangs must fail, say where it stood and leave no processes or namespaces
+// behind. A whole run takes about a minute.
 const HARD_LIMIT_MS = Number(process.env.TEST_CLUSTER_LIMIT_MS ?? 300_000);
 let stage = 'starting';
 const hardLimit = setTimeout(() => {
