@@ -19,6 +19,15 @@ async function cli(args: string[]) {
   return { code, stdout: io.stdout, stderr: io.stderr };
 }
 
+/** A config file with no cluster section, in a folder of its own. */
+function plainConfig(): { dir: string; file: string } {
+  const dir = tempRoot();
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, 'hive.config.json');
+  fs.writeFileSync(file, JSON.stringify({ root: './hive', agents: [] }));
+  return { dir, file };
+}
+
 describe('cluster mode: configuration', () => {
   it('runsOn means nothing outside cluster mode, and a server that is not a NATS URL is refused: each mistake names its place', () => {
     const cluster = { servers: ['nats://127.0.0.1:4222'], host: 'h1' };
@@ -34,20 +43,14 @@ describe('cluster mode: configuration', () => {
   });
 
   it('hive start --host is refused for a config without a cluster section, saying why', async () => {
-    const dir = tempRoot();
-    fs.mkdirSync(dir, { recursive: true });
-    const file = path.join(dir, 'hive.config.json');
-    fs.writeFileSync(file, JSON.stringify({ root: './hive', agents: [] }));
+    const { file } = plainConfig();
     const r = await cli(['start', '--config', file, '--host', 'h1']);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/--host names this machine in cluster mode, but .*hive\.config\.json has no cluster section \(add one, or name the NATS servers with --cluster\)/);
   });
 
   it('hive start --cluster: a server that is not a NATS URL, a bad host name, or no host for a config without a cluster section are refused, each naming the flag; nothing is started', async () => {
-    const dir = tempRoot();
-    fs.mkdirSync(dir, { recursive: true });
-    const file = path.join(dir, 'hive.config.json');
-    fs.writeFileSync(file, JSON.stringify({ root: './hive', agents: [] }));
+    const { dir, file } = plainConfig();
     const noHost = await cli(['start', '--config', file, '--cluster', 'nats://127.0.0.1:4222']);
     expect(noHost.code).not.toBe(0);
     expect(noHost.stderr).toMatch(/--cluster runs this machine in cluster mode, but .*hive\.config\.json has no cluster section to name the machine: add --host NAME/);

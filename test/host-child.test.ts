@@ -17,6 +17,7 @@ function fakeThread(threadId: number) {
       t.expected = true;
     },
     async terminate() {
+      t.expected = true; // as WorkerHandle.terminate: the exit it causes is expected
       t.terminated += 1;
       t.exit ??= { code: 1, error: null, expected: true };
       settle(t.exit);

@@ -325,7 +325,7 @@ export class AgentActor {
     const entries: WorkEntry[] = [];
     for (const e of read) {
       if (e.seq !== cursor + 1 + entries.length) break;
-      entries.push(e.duplicate ? { seq: e.seq, message: e.message, duplicate: true } : { seq: e.seq, message: e.message });
+      entries.push({ seq: e.seq, message: e.message, ...(e.duplicate && { duplicate: e.duplicate }) });
     }
     if (read.length > 0 && entries.length === 0) {
       // A gap: seq cursor+1 is missing. Usually a delivery still renaming; wait, then skip.

@@ -44,10 +44,10 @@ export class HostChild<Api> {
         startHost: fromPromise(async ({ input }) => {
           const handle = await hooks.start(input.attempt, (born) => {
             this.starting = born;
-            if (this.stopRequested) void endStray(born);
+            if (this.stopRequested) void born.terminate();
           }).finally(() => (this.starting = null));
           if (this.stopRequested) {
-            await endStray(handle);
+            await handle.terminate(); // its exit counts as expected
             throw new Error('stopped while it was starting');
           }
           // Died while it was being started (a turn deadline can end it there): that start
@@ -63,7 +63,7 @@ export class HostChild<Api> {
         }),
         stopHost: fromPromise(async () => {
           this.stopRequested = true;
-          if (this.starting) await endStray(this.starting); // its actors are not up: nothing to drain
+          if (this.starting) await this.starting.terminate(); // its actors are not up: nothing to drain
           const handle = this.handle;
           this.handle = null;
           if (!handle) return;
@@ -124,10 +124,4 @@ export class HostChild<Api> {
   restarts(): number {
     return this.actor.getSnapshot().context.restarts;
   }
-}
-
-/** Ends a thread the child no longer wants (a start that finished after its stop). */
-async function endStray<Api>(handle: WorkerHandle<Api>): Promise<void> {
-  handle.markExpectedExit();
-  await handle.terminate();
 }
