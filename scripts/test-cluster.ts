@@ -138,7 +138,8 @@ try {
       return replies.size;
     }
     replies.clear();
-    for (const e of entries) if (e.message.in_reply_to) replies.set(e.message.in_reply_to, (replies.get(e.message.in_reply_to) ?? 0) + 1);
+    // A repeated copy of a reply (same id, marked by the transport) is passed as the client would.
+    for (const e of entries) if (!e.duplicate && e.message.in_reply_to) replies.set(e.message.in_reply_to, (replies.get(e.message.in_reply_to) ?? 0) + 1);
     return replies.size;
   };
   const requests: HiveMessage[] = [];

@@ -105,6 +105,31 @@ describe('jetstream transport: what it keeps beyond the conformance suite', () =
     link.close();
   });
 
+  it('every reader is told of a repeat, also one that starts after the first copy: a new instance reading the inbox after seq 1 (a client, `hive inbox`, a new owner restored there) gets the second copy marked', async () => {
+    const prefix = `repeat2${process.pid}`;
+    const t = await open(prefix);
+    const m = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'once' });
+    const after = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'next' });
+    await t.deliver('b', [m]);
+    const js = (t as unknown as { js: { publish: (subject: string, data: Uint8Array) => Promise<unknown> } }).js;
+    await js.publish(`${prefix}.inbox.b`, new TextEncoder().encode(JSON.stringify(m)));
+    await t.deliver('b', [after]);
+    const reader = await open(prefix); // knows nothing of seq 1 yet
+    expect((await reader.read('b', 1)).map((e) => [e.seq, e.duplicate ?? false])).toEqual([
+      [2, true],
+      [3, false],
+    ]);
+    const owner = await open(prefix);
+    const link = owner.agent('b');
+    await link.restore();
+    expect((await link.fetch(1)).map((e) => [e.seq, e.duplicate ?? false])).toEqual([
+      [2, true],
+      [3, false],
+    ]);
+    link.close();
+    expect((await t.read('b', 0)).map((e) => e.duplicate ?? false)).toEqual([false, true, false]);
+  });
+
   it('an item published straight onto a send subject that is not a message is pending with its error, and reject dead-letters it', async () => {
     const t = await open(`junk${process.pid}`);
     const nc = (t as unknown as { nc: { publish(s: string, d: string): void; flush(): Promise<void> } }).nc;

@@ -247,11 +247,19 @@ async function checkMachineInvariants(url: string, prefix: string, roots: string
       await new Promise((r) => setTimeout(r, 500));
     } while (Date.now() < deadline);
     await new Promise((r) => setTimeout(r, 2_000)); // a duplicate would show up by now
+    // As the client reads its inbox: a repeated copy of a reply (same message id, marked
+    // by the transport) is passed, not read as a second reply; a second reply with its own
+    // id (a turn run twice) is counted.
     answers.clear();
-    for (const e of await t.read(CLIENT, 0)) if (e.message.in_reply_to) answers.set(e.message.in_reply_to, (answers.get(e.message.in_reply_to) ?? 0) + 1);
+    let repeats = 0;
+    for (const e of await t.read(CLIENT, 0)) {
+      if (e.duplicate) repeats++;
+      else if (e.message.in_reply_to) answers.set(e.message.in_reply_to, (answers.get(e.message.in_reply_to) ?? 0) + 1);
+    }
     const lost = all.filter((m) => !answers.has(m.id));
     const twice = all.filter((m) => (answers.get(m.id) ?? 0) > 1);
-    check('every request answered exactly once', [...lost.map((m) => `${m.id} to ${m.to}: no reply`), ...twice.map((m) => `${m.id}: ${answers.get(m.id)} replies`)], `${all.length} requests, ${all.length} replies`);
+    const passed = repeats > 0 ? ` (${repeats} repeated cop${repeats === 1 ? 'y' : 'ies'} of a reply passed)` : '';
+    check('every request answered exactly once', [...lost.map((m) => `${m.id} to ${m.to}: no reply`), ...twice.map((m) => `${m.id}: ${answers.get(m.id)} replies`)], `${all.length} requests, ${all.length} replies${passed}`);
     const states: string[] = [];
     for (const [agent, msgs] of sent) {
       const link = t.agent(agent);

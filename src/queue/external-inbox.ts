@@ -16,7 +16,7 @@ import type { Transport } from './transport.ts';
 export interface ExternalInbox {
   /** The committed cursor: the last seq acknowledged. */
   cursor(agent: string): Promise<number>;
-  /** Entries after the committed cursor, up to `limit`. */
+  /** Entries after the committed cursor, up to `limit` (a repeated copy of a message is left out). */
   unread(agent: string, limit: number): Promise<InboxEntry[]>;
   /** The message with this id the agent received (handled or not), or null. */
   find(agent: string, id: string): Promise<HiveMessage | null>;
@@ -45,7 +45,16 @@ export function externalInbox(root: string): ExternalInbox {
       const c = cluster();
       if (!c) return readInbox(root, agent, committedCursor(root, agent), limit).entries;
       const t = await c;
-      return t.read(agent, await t.cursor(agent), limit);
+      // A repeated copy of a message (marked by the transport) is not shown: acknowledging
+      // the next message moves the cursor past it too.
+      const out: InboxEntry[] = [];
+      for (let after = await t.cursor(agent); out.length < limit; ) {
+        const entries = await t.read(agent, after, limit - out.length);
+        if (entries.length === 0) break;
+        out.push(...entries.filter((e) => !e.duplicate));
+        after = entries.at(-1)!.seq;
+      }
+      return out;
     },
     async find(agent, id) {
       const c = cluster();

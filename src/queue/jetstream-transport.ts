@@ -15,6 +15,7 @@ import type { AgentLink, ConversationStore, PendingItem, RestoredAgent, Transpor
 import { FencedFiles } from './jetstream-files.ts';
 import { plantActive } from '../testing/seams.ts';
 import { SubjectFeed, type FedMsg } from './jetstream-feed.ts';
+import { RepeatMarker, REPEAT_LOOKBACK } from './repeat-marker.ts';
 import type { ConversationReplica } from '../session/replica.ts';
 
 /**
@@ -201,6 +202,8 @@ interface InboxState {
 class JetStreamTransportImpl implements JetStreamTransport {
   readonly kind = 'jetstream';
   private readonly inboxes = new Map<string, Promise<InboxState>>();
+  /** Per inbox, the repeats its readers have been told of (markRepeats). */
+  private readonly repeats = new Map<string, RepeatMarker>();
   private readonly marks = new Map<string, RoutedMark>();
   /** Items handed out by `pending`, in order, per sender; settled ones are noted until the mark passes them. */
   private readonly handed = new Map<string, { ref: string; raw: string; message: HiveMessage | null }[]>();
@@ -434,7 +437,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     // The ids of the last DEDUPE_HORIZON entries: the same horizon as the filesystem's inbox
     // logs (doneCap), however long the inbox has grown.
     const ids = new Set<string>();
-    for (const e of await this.read(id, Math.max(0, last - DEDUPE_HORIZON))) ids.add(e.id);
+    for (const e of await this.readStored(id, Math.max(0, last - DEDUPE_HORIZON))) ids.add(e.id);
     return { last, ids, queue: Promise.resolve() };
   }
 
@@ -520,7 +523,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
       if (!/wrong last (sequence|msg ?id)/i.test(errorMessage(conflict)) || round > 1_000) throw conflict;
       // Catch up on what the other deliverer wrote since this round began (ours that landed
       // in it too): its ids count for the duplicate check.
-      for (const e of await this.read(recipient, before)) {
+      for (const e of await this.readStored(recipient, before)) {
         state.ids.add(e.id);
         state.last = Math.max(state.last, e.seq);
       }
@@ -532,7 +535,29 @@ class JetStreamTransportImpl implements JetStreamTransport {
     return (await this.jsm.streams.info(this.inboxStream(recipient))).state.last_seq;
   }
 
-  async read(recipient: string, afterSeq: number, limit = Infinity): Promise<InboxEntry[]> {
+  /** The inbox's entries after `afterSeq`, each repeat of an earlier copy's id marked `duplicate`. */
+  async read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]> {
+    return this.markRepeats(recipient, afterSeq, await this.readStored(recipient, afterSeq, limit));
+  }
+
+  /**
+   * Marks the repeats in `entries` (read after `afterSeq`) with the inbox's RepeatMarker,
+   * shared by every reader of this instance: whether an entry repeats depends on the inbox
+   * alone. The first read from a seq the marker has not seen looks at the REPEAT_LOOKBACK
+   * entries before it.
+   */
+  async markRepeats(recipient: string, afterSeq: number, entries: InboxEntry[]): Promise<InboxEntry[]> {
+    let marker = this.repeats.get(recipient);
+    if (!marker) this.repeats.set(recipient, (marker = new RepeatMarker()));
+    if (afterSeq > 0 && marker.needsSeed(afterSeq)) {
+      const from = Math.max(0, afterSeq - REPEAT_LOOKBACK);
+      marker.seed(await this.readStored(recipient, from, afterSeq - from), afterSeq);
+    }
+    return marker.mark(entries);
+  }
+
+  /** The inbox's entries after `afterSeq` as stored (up to `limit`). */
+  async readStored(recipient: string, afterSeq: number, limit = Infinity): Promise<InboxEntry[]> {
     const stream = this.inboxStream(recipient);
     const get = (seq: number) => this.jsm.streams.getMessage(stream, { seq }).catch((err) => (isNotFound(err) ? null : Promise.reject(err)));
     let upTo: number;
@@ -687,9 +712,6 @@ class JetStreamTransportImpl implements JetStreamTransport {
   }
 }
 
-/** How many message ids an agent's link remembers to tell a repeated inbox entry (markRepeats). */
-const REPEAT_WINDOW = 2_000;
-
 class JetStreamAgentLink implements AgentLink {
   readonly conversation: ConversationStore;
   private commitNo = 0;
@@ -697,8 +719,6 @@ class JetStreamAgentLink implements AgentLink {
   private lastSeq = 0;
   private restored = false;
   private readonly owner = randomUUID();
-  /** Message id → the seq this link first returned it at (markRepeats). */
-  private readonly returned = new Map<string, number>();
   private readonly listeners = new Set<() => void>();
   private sub: Subscription | null = null;
   private poll: NodeJS.Timeout | null = null;
@@ -727,27 +747,7 @@ class JetStreamAgentLink implements AgentLink {
   }
 
   async fetch(afterSeq: number, limit?: number): Promise<InboxEntry[]> {
-    return this.markRepeats(await this.fetchEntries(afterSeq, limit));
-  }
-
-  /**
-   * Marks an entry whose message id this link returned before at another seq (`duplicate`:
-   * the agent passes it). One writer per inbox never makes one, but the deliverers' chained
-   * publishes rest on the expected-sequence check, which nats-server 2.9 can let through
-   * twice for publishes in flight together (issue 4320): `test:cluster` saw an agent handle
-   * 33 requests twice, each in the same batch as its first copy. Covers the ids this link
-   * returned (the last REPEAT_WINDOW), not those an earlier owner handled.
-   */
-  private markRepeats(entries: InboxEntry[]): InboxEntry[] {
-    return entries.map((e) => {
-      const first = this.returned.get(e.id);
-      if (first !== undefined && first !== e.seq) return { ...e, duplicate: true };
-      if (first === undefined) {
-        this.returned.set(e.id, e.seq);
-        if (this.returned.size > REPEAT_WINDOW) this.returned.delete(this.returned.keys().next().value!);
-      }
-      return e;
-    });
+    return this.t.markRepeats(this.agentId, afterSeq, await this.fetchEntries(afterSeq, limit));
   }
 
   private async fetchEntries(afterSeq: number, limit?: number): Promise<InboxEntry[]> {
@@ -758,7 +758,7 @@ class JetStreamAgentLink implements AgentLink {
     if ((limit !== undefined && fed.length >= limit) || (fed.length > 0 && feed!.caughtUp)) return this.t.entriesOf(this.agentId, fed);
     // Then from the stream where the feed ends: a publish may be in the stream before the
     // consumer passes it on (one request that finds nothing when the feed had it all).
-    const rest = await this.t.read(this.agentId, fed.length > 0 ? fed.at(-1)!.seq : afterSeq, limit === undefined ? undefined : limit - fed.length);
+    const rest = await this.t.readStored(this.agentId, fed.length > 0 ? fed.at(-1)!.seq : afterSeq, limit === undefined ? undefined : limit - fed.length);
     return [...(await this.t.entriesOf(this.agentId, fed)), ...rest];
   }
 
