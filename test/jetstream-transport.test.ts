@@ -105,6 +105,20 @@ describe('jetstream transport: what it keeps beyond the conformance suite', () =
     link.close();
   });
 
+  it("a feed that skipped entries (its consumer started again further on) does not make the agent skip them: the link reads them from the stream", async () => {
+    const t = await open(`feedgap${process.pid}`);
+    const ms = [1, 2, 3].map((i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: `m${i}` }));
+    await t.deliver('b', ms);
+    const link = t.agent('b');
+    await link.restore();
+    const third = (await t.read('b', 2))[0]!;
+    // A feed holding seq 3 alone, caught up as far as it knows.
+    const feed = { usable: true, start: 1, caughtUp: true, after: () => [{ seq: 3, subject: `feedgap${process.pid}.inbox.b`, data: new TextEncoder().encode(JSON.stringify(third.message)) }], close: () => undefined };
+    (link as unknown as { feed: unknown }).feed = feed;
+    expect((await link.fetch(0)).map((e) => [e.seq, e.id])).toEqual(ms.map((m, i) => [i + 1, m.id]));
+    link.close();
+  });
+
   it('every reader is told of a repeat, also one that starts after the first copy: a new instance reading the inbox after seq 1 (a client, `hive inbox`, a new owner restored there) gets the second copy marked', async () => {
     const prefix = `repeat2${process.pid}`;
     const t = await open(prefix);
