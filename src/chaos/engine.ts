@@ -146,6 +146,7 @@ async function runChaosIn(work: string, kinds: readonly FaultKind[], skipped: Pa
     return await drive();
   } finally {
     await child.kill(); // no-op after a clean stop; no hive process outlives a failed run
+    workload.close();
   }
 
   async function drive(): Promise<ChaosReport> {
@@ -193,12 +194,11 @@ async function runChaosIn(work: string, kinds: readonly FaultKind[], skipped: Pa
 
     // Drain: answer the people's questions until every request has its reply, or until
     // nothing has moved for a while (a lost message never arrives: the invariants say so).
-    const { listInbox } = await import('../queue/inbox.ts');
     let last = -1;
     let lastChange = Date.now();
     while (Date.now() - lastChange < 8_000) {
-      workload.answerQuestions();
-      const got = listInbox(root, CLIENT).length;
+      await workload.answerQuestions();
+      const got = await workload.repliesHeld();
       if (got >= workload.requests.size) break;
       if (got !== last) {
         last = got;
@@ -216,7 +216,7 @@ async function runChaosIn(work: string, kinds: readonly FaultKind[], skipped: Pa
     }
     const stopped = await child.stop();
     const final = (stopped.status as { actors?: { id: string; kind: string; status: string }[] } | null) ?? null;
-    const invariants = checkInvariants(root, workload, agentIds, final, ctx.garbage);
+    const invariants = await checkInvariants(root, workload, agentIds, final, ctx.garbage);
     if (stopped.code !== 0) invariants.push({ name: 'graceful stop', held: false, detail: `the hive exited with code ${stopped.code}` });
     const maxStallMs = options.maxStallMs ?? 5_000;
     invariants.push({

@@ -58,10 +58,10 @@ function record(ctx: FaultContext, kind: FaultKind, t0: number, recovered: boole
   ctx.records.push({ kind, at: t0, recoveryMs: recovered ? Date.now() - t0 : null, detail });
 }
 
-async function until(check: () => boolean, timeoutMs: number): Promise<boolean> {
+async function until(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
-    if (check()) return true;
+    if (await check()) return true;
     await new Promise((r) => setTimeout(r, 25));
   }
   return check();

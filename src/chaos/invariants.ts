@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths, hivePaths } from '../layout/paths.ts';
-import { listInbox } from '../queue/inbox.ts';
+import { createFsTransport } from '../queue/fs-transport.ts';
+import type { Transport } from '../queue/transport.ts';
 import { listDeadLetters } from '../queue/dead-letter.ts';
 import { readStateFile } from '../agent/state-store.ts';
 import { TMP_PREFIX } from '../fs/atomic.ts';
@@ -17,8 +18,8 @@ export interface Invariant {
   detail: string;
 }
 
-function idsIn(root: string, agent: string): Set<string> {
-  return new Set(listInbox(root, agent).map((e) => e.id));
+async function idsIn(t: Transport, agent: string): Promise<Set<string>> {
+  return new Set((await t.read(agent, 0)).map((e) => e.id));
 }
 
 function walk(dir: string, out: string[] = []): string[] {
@@ -32,20 +33,33 @@ function walk(dir: string, out: string[] = []): string[] {
   return out;
 }
 
-/** The invariants checked after a chaos run (README: Reliability). */
-export function checkInvariants(root: string, w: Workload, agents: string[], final: { actors?: { id: string; kind: string; status: string }[] } | null, garbage: Set<string>): Invariant[] {
+/**
+ * The invariants checked after a chaos run (README: Reliability). Inboxes are read through
+ * the hive's transport, as its agents and tools read them.
+ */
+export async function checkInvariants(root: string, w: Workload, agents: string[], final: { actors?: { id: string; kind: string; status: string }[] } | null, garbage: Set<string>): Promise<Invariant[]> {
+  const t = createFsTransport(root);
+  try {
+    return await checkWith(t, root, w, agents, final, garbage);
+  } finally {
+    t.close();
+  }
+}
+
+async function checkWith(t: Transport, root: string, w: Workload, agents: string[], final: { actors?: { id: string; kind: string; status: string }[] } | null, garbage: Set<string>): Promise<Invariant[]> {
   const out: Invariant[] = [];
   const check = (name: string, problems: string[], ok: string) => out.push({ name, held: problems.length === 0, detail: problems.length ? problems.slice(0, 10).join('; ') + (problems.length > 10 ? ` (+${problems.length - 10} more)` : '') : ok });
 
-  const inboxIds = new Map(agents.map((a) => [a, idsIn(root, a)]));
+  const inboxIds = new Map<string, Set<string>>();
+  for (const a of new Set([...agents, ...[...w.answers.values()].map((x) => x.to)])) inboxIds.set(a, await idsIn(t, a));
   const lost: string[] = [];
   for (const [id, r] of w.requests) if (!inboxIds.get(r.to)?.has(id)) lost.push(`request ${id} to ${r.to}`);
   for (const id of w.broadcasts) for (const a of agents) if (!inboxIds.get(a)?.has(id)) lost.push(`broadcast ${id} at ${a}`);
-  for (const [id, a] of w.answers) if (!idsIn(root, a.to).has(id)) lost.push(`answer ${id} to ${a.to}`);
+  for (const [id, a] of w.answers) if (!inboxIds.get(a.to)?.has(id)) lost.push(`answer ${id} to ${a.to}`);
   check('no acknowledged message lost', lost, `${w.requests.size} requests, ${w.broadcasts.length} broadcasts (×${agents.length}), ${w.answers.size} answers all delivered`);
 
   const replies = new Map<string, number>();
-  for (const e of listInbox(root, CLIENT)) {
+  for (const e of await t.read(CLIENT, 0)) {
     const m = e.message;
     if (m?.in_reply_to) replies.set(m.in_reply_to, (replies.get(m.in_reply_to) ?? 0) + 1);
   }

@@ -1,7 +1,9 @@
 import { writeOutbox } from '../queue/outbox.ts';
 import { createMessage, type HiveMessage } from '../protocol/message.ts';
 import { answerQuestion, listQuestions } from '../human/questions.ts';
-import { listInbox } from '../queue/inbox.ts';
+import { createFsTransport } from '../queue/fs-transport.ts';
+import { inboxRows } from '../queue/tool-transport.ts';
+import { GOD_ID } from '../protocol/agent-id.ts';
 import { isTransientResourceError } from '../fs/shortage.ts';
 import type { Rng } from './rng.ts';
 
@@ -20,13 +22,26 @@ export class Workload {
   readonly answers = new Map<string, { question: string; to: string }>();
   private readonly recent: HiveMessage[] = [];
   private n = 0;
+  /** Inboxes are read through the hive's transport, as its tools read them. Closed by `close`. */
+  private readonly transport;
 
   constructor(
     private readonly root: string,
     private readonly agents: string[],
     private readonly rng: Rng,
     private readonly remember: (root: string, agent: string, text: string) => Promise<unknown>,
-  ) {}
+  ) {
+    this.transport = createFsTransport(root);
+  }
+
+  close(): void {
+    this.transport.close();
+  }
+
+  /** How many entries the client's inbox holds. */
+  async repliesHeld(): Promise<number> {
+    return (await this.transport.read(CLIENT, 0)).length;
+  }
 
   /** Sends one request (acknowledged once durable); `kind` throw/ask exercise faults and people. */
   request(kind: RequestKind = 'plain', to = this.rng.pick(this.agents)): HiveMessage {
@@ -75,8 +90,8 @@ export class Workload {
   }
 
   /** True when the client has the reply to request `id`. */
-  answered(id: string): boolean {
-    return listInbox(this.root, CLIENT).some((e) => e.message?.in_reply_to === id);
+  async answered(id: string): Promise<boolean> {
+    return (await this.transport.read(CLIENT, 0)).some((e) => e.message.in_reply_to === id);
   }
 
   broadcast(): HiveMessage {
@@ -94,11 +109,12 @@ export class Workload {
   }
 
   /** The people in the loop, automated: answers every open question. */
-  answerQuestions(): number {
+  async answerQuestions(): Promise<number> {
     let answered = 0;
-    for (const q of listQuestions(this.root, { open: true })) {
+    const inbox = await inboxRows(this.transport, GOD_ID);
+    for (const q of listQuestions(this.root, { open: true, inbox })) {
       if (q.from === 'hive') continue;
-      const reply = answerQuestion(this.root, q.id, 'yes, go ahead');
+      const reply = answerQuestion(this.root, q.id, 'yes, go ahead', { inbox });
       this.answers.set(reply.id, { question: q.id, to: q.from });
       answered += 1;
     }
@@ -112,7 +128,7 @@ export class Workload {
       this.request(r < 0.04 ? 'ask' : 'plain');
       if (r > 0.93) this.broadcast();
       if (r > 0.85 && r <= 0.93) await this.rememberOne();
-      if (this.n % 10 === 0) this.answerQuestions();
+      if (this.n % 10 === 0) await this.answerQuestions();
     } catch (err) {
       // A full disk: what was not written was not acknowledged, and is not in the ledger.
       if (!isTransientResourceError(err)) throw err;

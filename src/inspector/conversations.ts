@@ -1,8 +1,7 @@
 import { hivePaths } from '../layout/paths.ts';
 import { listDir } from '../fs/atomic.ts';
 import { isAgentId, GOD_ID } from '../protocol/agent-id.ts';
-import { listInbox, type InboxRow } from '../queue/inbox.ts';
-import { committedCursor } from '../queue/committed-cursor.ts';
+import type { InboxRow } from '../queue/inbox.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { readJsonFile } from '../fs/atomic.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
@@ -70,22 +69,14 @@ function timelineOf(root: string): { deliveredAt: Map<string, string>; turns: Ma
 }
 
 /**
- * Where the inspector reads an agent's inbox: the folder on one machine, or in cluster mode
- * the transport (every machine's agents: `src/queue/tool-transport.ts`). Each row is done
- * once the agent's committed cursor passed it.
+ * Where the inspector reads an agent's inbox: through a transport (`inboxRows`), the
+ * folder's on one machine, JetStream's in cluster mode (every machine's agents:
+ * `src/queue/tool-transport.ts`). Each row is done once the agent's committed cursor passed it.
  */
 export type InboxSource = (agent: string) => Promise<InboxRow[]>;
 
-/** The folder's inboxes, done up to each agent's committed cursor. */
-export function localInboxes(root: string): InboxSource {
-  return async (agent) => {
-    const cursor = committedCursor(root, agent);
-    return listInbox(root, agent).map((e) => ({ ...e, done: e.done || e.seq <= cursor }));
-  };
-}
-
 /** Every message delivered (to `agents` only, when given), oldest first (by creation time, then id). */
-export async function deliveredMessages(root: string, agents?: string[], inboxes: InboxSource = localInboxes(root)): Promise<MessageRow[]> {
+export async function deliveredMessages(root: string, agents: string[] | undefined, inboxes: InboxSource): Promise<MessageRow[]> {
   const rows = new Map<string, MessageRow>();
   for (const agent of agents ?? listDir(hivePaths(root).agents).filter(isAgentId)) {
     let entries: InboxRow[];
@@ -118,7 +109,7 @@ export async function deliveredMessages(root: string, agents?: string[], inboxes
 }
 
 /** One conversation, every message in order with its full body, when each was delivered and the turn that handled it. */
-export async function conversationOf(root: string, conversation: string, inboxes?: InboxSource): Promise<MessageRow[]> {
+export async function conversationOf(root: string, conversation: string, inboxes: InboxSource): Promise<MessageRow[]> {
   const rows = (await deliveredMessages(root, undefined, inboxes)).filter((m) => m.conversation === conversation);
   const { deliveredAt, turns } = timelineOf(root);
   for (const m of rows) {
@@ -133,7 +124,7 @@ export async function conversationOf(root: string, conversation: string, inboxes
 }
 
 /** Messages whose id, conversation, subject or body holds `query` (case-insensitive), newest first. */
-export async function searchMessages(root: string, query: string, limit = 50, inboxes?: InboxSource): Promise<MessageRow[]> {
+export async function searchMessages(root: string, query: string, limit: number, inboxes: InboxSource): Promise<MessageRow[]> {
   const q = query.trim().toLowerCase();
   if (!q) return [];
   return (await deliveredMessages(root, undefined, inboxes))
@@ -143,7 +134,7 @@ export async function searchMessages(root: string, query: string, limit = 50, in
 }
 
 /** God's inbox, newest first: the results and notices the people were sent. */
-export async function godInbox(root: string, limit = 50, inboxes?: InboxSource): Promise<MessageRow[]> {
+export async function godInbox(root: string, limit: number, inboxes: InboxSource): Promise<MessageRow[]> {
   return (await deliveredMessages(root, [GOD_ID], inboxes))
     .reverse()
     .slice(0, limit);

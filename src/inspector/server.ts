@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { Hive } from '../hive.ts';
 import { agentTurns, conversationOf, godInbox, searchMessages, type InboxSource } from './conversations.ts';
 import { inboxRows, openToolTransport } from '../queue/tool-transport.ts';
+import { createFsTransport } from '../queue/fs-transport.ts';
 import type { Transport } from '../queue/transport.ts';
 import { readClusterFile } from '../supervisor/cluster-file.ts';
 import { HiveError, errorMessage, isHiveError } from '../errors.ts';
@@ -87,12 +88,17 @@ async function readBody(req: http.IncomingMessage, max = 256 * 1024): Promise<st
 export async function startInspector(hive: Hive, options: { port?: number; token?: string } = {}): Promise<Inspector> {
   const token = options.token ?? createToken();
   const model = new InspectorModel(hive);
-  // Cluster mode: conversations are read through the transport (every machine's inboxes).
+  // Conversations are read through a transport: the folder's, or in cluster mode (decided
+  // at each request: the router writes cluster.json as it starts) JetStream's, with every
+  // machine's inboxes.
   let tools: Promise<Transport> | null = null;
-  const inboxes = async (): Promise<InboxSource | undefined> => {
-    if (!readClusterFile(hive.root)) return undefined;
-    tools ??= openToolTransport(hive.root).catch((err: unknown) => ((tools = null), Promise.reject(err)));
-    const t = await tools;
+  let local: Transport | null = null;
+  const inboxes = async (): Promise<InboxSource> => {
+    let t: Transport;
+    if (readClusterFile(hive.root)) {
+      tools ??= openToolTransport(hive.root).catch((err: unknown) => ((tools = null), Promise.reject(err)));
+      t = await tools;
+    } else t = local ??= createFsTransport(hive.root);
     return (agent) => inboxRows(t, agent);
   };
   const streams = new Set<http.ServerResponse>();
@@ -214,6 +220,7 @@ export async function startInspector(hive: Hive, options: { port?: number; token
     async close() {
       model.close();
       void tools?.then((t) => t.close(), () => undefined);
+      local?.close();
       for (const s of streams) s.end();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
