@@ -172,4 +172,28 @@ describe("an agent CLI's inbox in cluster mode (the hooks socket, hive mcp)", ()
       t.close();
     }
   });
+
+  it("an agent CLI is not shown a repeated copy of a message (same id twice in its JetStream inbox): unread leaves it out, also when it is the first after the cursor, and the next acknowledgement moves past it", async () => {
+    const { roots } = await machines(1);
+    const prefix = JSON.parse(fs.readFileSync(clusterFilePath(roots[0]!), 'utf8')).prefix as string;
+    const t = await createJetStreamTransport({ servers: [server!.url], prefix });
+    await t.ensureAgent('ann');
+    const [m1, m2] = [1, 2].map((i) => createMessage({ from: 'god', to: 'ann', act: 'inform', body: `m${i}` }));
+    await t.deliver('ann', [m1!]);
+    // The second copy, as two racing deliverers leave it (nats-server issue 4320).
+    const js = (t as unknown as { js: { publish: (subject: string, data: Uint8Array) => Promise<unknown> } }).js;
+    await js.publish(`${prefix}.inbox.ann`, new TextEncoder().encode(JSON.stringify(m1)));
+    await t.deliver('ann', [m2!]);
+    const cli = externalInbox(roots[0]!);
+    try {
+      expect((await cli.unread('ann', 10)).map((e) => [e.seq, e.message.body])).toEqual([[1, 'm1'], [3, 'm2']]);
+      expect(await cli.acknowledgeThrough('ann', 1)).toEqual({ cursor: 1, moved: true });
+      expect((await cli.unread('ann', 1)).map((e) => [e.seq, e.message.body])).toEqual([[3, 'm2']]); // the copy at 2 is not a message to show
+      expect(await cli.acknowledgeThrough('ann', 3)).toEqual({ cursor: 3, moved: true });
+      expect(await cli.unread('ann', 10)).toEqual([]);
+    } finally {
+      cli.close();
+      t.close();
+    }
+  });
 });
