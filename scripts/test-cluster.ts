@@ -22,7 +22,7 @@ import { writeOutboxAsync } from '../src/queue/outbox.ts';
 import { createJetStreamTransport } from '../src/queue/jetstream-transport.ts';
 import { natsUnavailable } from '../test/helpers/nats-server.ts';
 import { remember } from '../src/memory/remember.ts';
-import { checkMemoryMirrors } from '../src/chaos/machines.ts';
+import { checkMemoryMirrors } from '../src/chaos/machine-invariants.ts';
 import { MachineNetwork } from '../src/chaos/netns.ts';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { markerCount } from '../src/chaos/machines.ts';
+import { markerCount } from '../src/chaos/machine-invariants.ts';
 
 describe('the machine chaos memory check', () => {
   it('counts a marker only as a line of its own, never inside a longer one', () => {
