@@ -8,6 +8,7 @@ import type { ActorInfo, AgentHostApi, BrainLoadFailure, HostedAgentSpec, Router
 import { errorMessage } from '../src/errors.ts';
 import { beginWorker, crashWorker, exposeWorker } from '../src/worker/host.ts';
 import { AgentActor } from '../src/agent/agent-actor.ts';
+import { WARM_ID, warmTurnPath } from '../src/agent/warm-up.ts';
 import { openHostTransport } from '../src/queue/open-transport.ts';
 import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';
@@ -69,6 +70,15 @@ function createBrainFor(spec: HostedAgentSpec) {
   });
 }
 
+let warmed = false;
+
+/** Once per worker, after its first actors started: one scratch turn compiles the turn code (src/agent/warm-up.ts). */
+function warmOnce(): void {
+  if (warmed || actors.has(WARM_ID)) return;
+  warmed = true;
+  setImmediate(() => void warmTurnPath(init.agentSettings!));
+}
+
 async function startOne(spec: HostedAgentSpec, brain: Awaited<ReturnType<typeof createBrain>>): Promise<ActorInfo> {
   const actor = new AgentActor({
     root: init.root,
@@ -115,7 +125,9 @@ async function startEach(specs: HostedAgentSpec[]): Promise<{ started: ActorInfo
 const api: AgentHostApi = {
   async startActors(specs) {
     // Their log lines (actor.restored, actor.started) go out as one append at the end.
-    return gatherEvents(init.root, () => startEach(specs));
+    const result = await gatherEvents(init.root, () => startEach(specs));
+    warmOnce();
+    return result;
   },
   wake(ids) {
     transport.notify(ids);
