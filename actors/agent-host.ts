@@ -72,9 +72,13 @@ function createBrainFor(spec: HostedAgentSpec) {
 
 let warmed = false;
 
-/** Once per worker, after its first actors started: one scratch turn compiles the turn code (src/agent/warm-up.ts). */
+/**
+ * Once per worker, after its first actors started: one scratch turn compiles the turn code
+ * (src/agent/warm-up.ts). Not in a worker with test seams: a crash point or a planted bug
+ * armed for the hive's turns would fire in the scratch turn instead.
+ */
 function warmOnce(): void {
-  if (warmed || actors.has(WARM_ID)) return;
+  if (warmed || init.seams || actors.has(WARM_ID)) return;
   warmed = true;
   setImmediate(() => void warmTurnPath(init.agentSettings!));
 }
