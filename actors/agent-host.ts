@@ -80,7 +80,7 @@ let warmed = false;
 function warmOnce(): void {
   if (warmed || init.seams || actors.has(WARM_ID)) return;
   warmed = true;
-  setImmediate(() => void warmTurnPath(init.agentSettings!));
+  setImmediate(() => void warmTurnPath(init.agentSettings!).catch(() => undefined));
 }
 
 async function startOne(spec: HostedAgentSpec, brain: Awaited<ReturnType<typeof createBrain>>): Promise<ActorInfo> {

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { AgentActor } from './agent-actor.ts';
@@ -9,8 +10,9 @@ import { agentPaths } from '../layout/paths.ts';
 import { createMessage } from '../protocol/message.ts';
 import type { AgentSettings } from '../protocol/worker.ts';
 
-/** The scratch agent's id (its folder is a scratch hive's; a host with a real agent of this id skips the warm-up). */
-export const WARM_ID = 'warm-up';
+/** The scratch agent's id: random, so no agent of the hive's in this thread shares the actors' per-id table with it. */
+export const WARM_ID = `warm-up-${randomUUID().slice(0, 12)}`;
+const PREFIX = 'hive-warm-up-';
 /** How long the scratch turn may take before the warm-up gives up on it. */
 const LIMIT_MS = 10_000;
 
@@ -31,7 +33,8 @@ export async function warmTurnPath(settings: AgentSettings): Promise<number | nu
   let actor: AgentActor | null = null;
   let transport: ReturnType<typeof createFsTransport> | null = null;
   try {
-    root = fs.mkdtempSync(path.join(base, 'hive-warm-up-'));
+    sweepStale(base);
+    root = fs.mkdtempSync(path.join(base, `${PREFIX}${process.pid}-`));
     await ensureHive(root);
     const spec = { id: WARM_ID, name: 'Warm-up', role: 'warm-up', brain: { kind: 'echo' as const } };
     await ensureAgent(root, spec);
@@ -49,7 +52,31 @@ export async function warmTurnPath(settings: AgentSettings): Promise<number | nu
     return null;
   } finally {
     await actor?.stop(1_000).catch(() => undefined);
-    transport?.close();
-    if (root) fs.rmSync(root, { recursive: true, force: true });
+    try {
+      transport?.close();
+      if (root) fs.rmSync(root, { recursive: true, force: true });
+    } catch {
+      // a scratch folder left behind is swept by the next worker's warm-up
+    }
+  }
+}
+
+/** Removes scratch hives of processes that are gone (killed during their warm-up). */
+function sweepStale(base: string): void {
+  try {
+    for (const name of fs.readdirSync(base)) {
+      if (!name.startsWith(PREFIX)) continue;
+      const pid = Number(name.slice(PREFIX.length).split('-')[0]);
+      if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
+      try {
+        process.kill(pid, 0);
+        continue; // its process still runs
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ESRCH') continue;
+      }
+      fs.rmSync(path.join(base, name), { recursive: true, force: true });
+    }
+  } catch {
+    // best effort
   }
 }

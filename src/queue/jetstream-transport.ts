@@ -547,6 +547,8 @@ class JetStreamTransportImpl implements JetStreamTransport {
    * entries before it.
    */
   async markRepeats(recipient: string, afterSeq: number, entries: InboxEntry[]): Promise<InboxEntry[]> {
+    // The planted bug "no idempotency" turns this check off too: the run must still fail.
+    if (plantActive('no-idempotency')) return entries;
     let marker = this.repeats.get(recipient);
     if (!marker) this.repeats.set(recipient, (marker = new RepeatMarker()));
     if (afterSeq > 0 && marker.needsSeed(afterSeq)) {
