@@ -71,6 +71,8 @@ function createBrainFor(spec: HostedAgentSpec) {
 }
 
 let warmed = false;
+/** The warm-up turn while it runs: a stop waits for it, so its scratch folder is removed. */
+let warming: Promise<unknown> = Promise.resolve();
 
 /**
  * Once per worker, after its first actors started: one scratch turn compiles the turn code
@@ -80,7 +82,7 @@ let warmed = false;
 function warmOnce(): void {
   if (warmed || init.seams || actors.has(WARM_ID)) return;
   warmed = true;
-  setImmediate(() => void warmTurnPath(init.agentSettings!).catch(() => undefined));
+  warming = new Promise<void>((resolve) => setImmediate(() => void warmTurnPath(init.agentSettings!).catch(() => undefined).finally(resolve)));
 }
 
 async function startOne(spec: HostedAgentSpec, brain: Awaited<ReturnType<typeof createBrain>>): Promise<ActorInfo> {
@@ -153,6 +155,7 @@ const api: AgentHostApi = {
   },
   async stopAll(graceMs) {
     await Promise.all([...actors.values()].map((a) => a.stop(graceMs)));
+    await Promise.race([warming, new Promise((r) => setTimeout(r, Math.min(graceMs, 2_000)))]);
     await telemetry?.forceFlush().catch(() => undefined);
   },
   status() {
