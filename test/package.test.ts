@@ -88,7 +88,14 @@ function project(kind: 'esm' | 'cjs'): string {
 beforeAll(() => {
   // Not tempDir(): that one is removed after each test, and these projects serve them all.
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'hive-consumer-'));
-  npm(REPO, ['pack', '--pack-destination', work]); // runs `prepare`: the build
+  // Packed from a copy of the checkout: `prepare` (the build) empties and refills dist/,
+  // and other test files running meanwhile resolve `hive-runtime/*` from this checkout's
+  // dist/ (a machine-kill test once failed to compile its fixture in that window).
+  const copy = path.join(work, 'checkout');
+  const skip = new Set(['node_modules', '.git', 'dist', 'test-output']);
+  fs.cpSync(REPO, copy, { recursive: true, filter: (from) => !skip.has(path.relative(REPO, from).split(path.sep)[0]!) });
+  fs.symlinkSync(path.join(REPO, 'node_modules'), path.join(copy, 'node_modules'));
+  npm(copy, ['pack', '--pack-destination', work]); // runs `prepare`: the build
   tarball = path.join(work, fs.readdirSync(work).find((f) => f.endsWith('.tgz'))!);
   projects.esm = project('esm');
   projects.cjs = project('cjs');
