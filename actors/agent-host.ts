@@ -8,7 +8,7 @@ import type { ActorInfo, AgentHostApi, BrainLoadFailure, HostedAgentSpec, Router
 import { errorMessage } from '../src/errors.ts';
 import { beginWorker, crashWorker, exposeWorker } from '../src/worker/host.ts';
 import { AgentActor } from '../src/agent/agent-actor.ts';
-import { WARM_ID, warmTurnPath } from '../src/agent/warm-up.ts';
+import { warmTurnPath } from '../src/agent/warm-up.ts';
 import { openHostTransport } from '../src/queue/open-transport.ts';
 import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';
@@ -70,9 +70,8 @@ function createBrainFor(spec: HostedAgentSpec) {
   });
 }
 
-let warmed = false;
-/** The warm-up turn while it runs: a stop waits for it, so its scratch folder is removed. */
-let warming: Promise<unknown> = Promise.resolve();
+/** The warm-up turn, once started: a stop waits for it, so its scratch folder is removed. */
+let warming: Promise<void> | null = null;
 
 /**
  * Once per worker, after its first actors started: one scratch turn compiles the turn code
@@ -80,8 +79,7 @@ let warming: Promise<unknown> = Promise.resolve();
  * armed for the hive's turns would fire in the scratch turn instead.
  */
 function warmOnce(): void {
-  if (warmed || init.seams || actors.has(WARM_ID)) return;
-  warmed = true;
+  if (warming || init.seams) return;
   warming = new Promise<void>((resolve) => setImmediate(() => void warmTurnPath(init.agentSettings!).catch(() => undefined).finally(resolve)));
 }
 
@@ -155,7 +153,7 @@ const api: AgentHostApi = {
   },
   async stopAll(graceMs) {
     await Promise.all([...actors.values()].map((a) => a.stop(graceMs)));
-    await Promise.race([warming, new Promise((r) => setTimeout(r, Math.min(graceMs, 2_000)))]);
+    if (warming) await Promise.race([warming, new Promise((r) => setTimeout(r, Math.min(graceMs, 2_000)))]);
     await telemetry?.forceFlush().catch(() => undefined);
   },
   status() {

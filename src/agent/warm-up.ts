@@ -9,9 +9,10 @@ import { ensureAgent, ensureHive } from '../layout/ensure.ts';
 import { agentPaths } from '../layout/paths.ts';
 import { createMessage } from '../protocol/message.ts';
 import type { AgentSettings } from '../protocol/worker.ts';
+import { isAlive } from '../lock/owner.ts';
 
 /** The scratch agent's id: random, so no agent of the hive's in this thread shares the actors' per-id table with it. */
-export const WARM_ID = `warm-up-${randomUUID().slice(0, 12)}`;
+const WARM_ID = `warm-up-${randomUUID().slice(0, 12)}`;
 const PREFIX = 'hive-warm-up-';
 /** How long the scratch turn may take before the warm-up gives up on it. */
 const LIMIT_MS = 10_000;
@@ -41,12 +42,14 @@ export async function warmTurnPath(settings: AgentSettings): Promise<number | nu
     transport = createFsTransport(root);
     await transport.deliver(WARM_ID, [createMessage({ from: 'god', to: WARM_ID, act: 'request', body: 'warm up' })]);
     const brain = await createBrain(spec.brain, { root, agentId: WARM_ID, agentName: spec.name, agentDir: agentPaths(root, WARM_ID).dir });
-    actor = new AgentActor({ root, spec, brain, settings, emit: () => undefined, onFatal: () => undefined, transport });
+    let turned: () => void = () => undefined;
+    const committed = new Promise<boolean>((resolve) => {
+      turned = () => resolve(true);
+      setTimeout(() => resolve(false), LIMIT_MS).unref();
+    });
+    actor = new AgentActor({ root, spec, brain, settings, emit: (e) => e.type === 'actor.processed' && turned(), onFatal: () => undefined, transport });
     await actor.start();
-    for (const end = Date.now() + LIMIT_MS; actor.info().handled < 1; ) {
-      if (Date.now() > end) return null;
-      await new Promise((r) => setTimeout(r, 2));
-    }
+    if (!(await committed)) return null;
     return performance.now() - t0;
   } catch {
     return null;
@@ -67,13 +70,7 @@ function sweepStale(base: string): void {
     for (const name of fs.readdirSync(base)) {
       if (!name.startsWith(PREFIX)) continue;
       const pid = Number(name.slice(PREFIX.length).split('-')[0]);
-      if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
-      try {
-        process.kill(pid, 0);
-        continue; // its process still runs
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ESRCH') continue;
-      }
+      if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || isAlive(pid)) continue;
       fs.rmSync(path.join(base, name), { recursive: true, force: true });
     }
   } catch {

@@ -23,24 +23,26 @@ export async function checkMachineInvariants(url: string, prefix: string, roots:
   const check = (name: string, problems: string[], ok: string) => out.push({ name, held: problems.length === 0, detail: problems.slice(0, 10).join('; ') || ok });
   try {
     const all = [...sent.values()].flat();
-    const answers = new Map<string, number>();
-    const deadline = Date.now() + 90_000;
-    do {
-      answers.clear();
-      for (const e of await t.read(CLIENT, 0)) if (e.message.in_reply_to) answers.set(e.message.in_reply_to, (answers.get(e.message.in_reply_to) ?? 0) + 1);
-      if (all.every((m) => answers.has(m.id))) break;
-      await new Promise((r) => setTimeout(r, 500));
-    } while (Date.now() < deadline);
-    await new Promise((r) => setTimeout(r, 2_000)); // a duplicate would show up by now
     // As the client reads its inbox: a repeated copy of a reply (same message id, marked
     // by the transport) is passed, not read as a second reply; a second reply with its own
     // id (a turn run twice) is counted.
-    answers.clear();
-    let repeats = 0;
-    for (const e of await t.read(CLIENT, 0)) {
-      if (e.duplicate) repeats++;
-      else if (e.message.in_reply_to) answers.set(e.message.in_reply_to, (answers.get(e.message.in_reply_to) ?? 0) + 1);
+    const count = async () => {
+      const answers = new Map<string, number>();
+      let repeats = 0;
+      for (const e of await t.read(CLIENT, 0)) {
+        if (e.duplicate) repeats++;
+        else if (e.message.in_reply_to) answers.set(e.message.in_reply_to, (answers.get(e.message.in_reply_to) ?? 0) + 1);
+      }
+      return { answers, repeats };
+    };
+    const deadline = Date.now() + 90_000;
+    while (Date.now() < deadline) {
+      const { answers } = await count();
+      if (all.every((m) => answers.has(m.id))) break;
+      await new Promise((r) => setTimeout(r, 500));
     }
+    await new Promise((r) => setTimeout(r, 2_000)); // a duplicate would show up by now
+    const { answers, repeats } = await count();
     const lost = all.filter((m) => !answers.has(m.id));
     const twice = all.filter((m) => (answers.get(m.id) ?? 0) > 1);
     const passed = repeats > 0 ? ` (${repeats} repeated cop${repeats === 1 ? 'y' : 'ies'} of a reply passed)` : '';

@@ -38,9 +38,32 @@ export class Workload {
     this.transport.close();
   }
 
+  /** What the client's inbox held as last read: the requests replied to, and how far it was read. */
+  private readonly replied = new Set<string>();
+  private clientSeq = 0;
+  private clientEntries = 0;
+
+  private reading: Promise<void> = Promise.resolve();
+
+  /** Reads the client's inbox on from where the last look ended (one look at a time: two would count its entries twice). */
+  private readReplies(): Promise<void> {
+    const next = this.reading.then(() => this.readRepliesOnce());
+    this.reading = next.catch(() => undefined);
+    return next;
+  }
+
+  private async readRepliesOnce(): Promise<void> {
+    for (const e of await this.transport.read(CLIENT, this.clientSeq)) {
+      this.clientSeq = e.seq;
+      this.clientEntries += 1;
+      if (e.message.in_reply_to) this.replied.add(e.message.in_reply_to);
+    }
+  }
+
   /** How many entries the client's inbox holds. */
   async repliesHeld(): Promise<number> {
-    return (await this.transport.read(CLIENT, 0)).length;
+    await this.readReplies();
+    return this.clientEntries;
   }
 
   /** Sends one request (acknowledged once durable); `kind` throw/ask exercise faults and people. */
@@ -91,7 +114,8 @@ export class Workload {
 
   /** True when the client has the reply to request `id`. */
   async answered(id: string): Promise<boolean> {
-    return (await this.transport.read(CLIENT, 0)).some((e) => e.message.in_reply_to === id);
+    await this.readReplies();
+    return this.replied.has(id);
   }
 
   broadcast(): HiveMessage {

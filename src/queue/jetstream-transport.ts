@@ -759,10 +759,11 @@ class JetStreamAgentLink implements AgentLink {
     // started again further on) must not make the agent skip it too; the stream has it.
     let run = 0;
     while (run < held.length && held[run]!.seq === afterSeq + 1 + run) run++;
-    const fed = run === held.length ? held : held.slice(0, run);
+    const whole = run === held.length;
+    const fed = whole ? held : held.slice(0, run);
     // All the feed holds was the inbox's end as its consumer last saw it: no request (an
     // entry since wakes the agent again once the feed has it).
-    if ((limit !== undefined && fed.length >= limit) || (fed.length > 0 && fed === held && feed!.caughtUp)) return this.t.entriesOf(this.agentId, fed);
+    if ((limit !== undefined && fed.length >= limit) || (fed.length > 0 && whole && feed!.caughtUp)) return this.t.entriesOf(this.agentId, fed);
     // Then from the stream where the feed ends: a publish may be in the stream before the
     // consumer passes it on (one request that finds nothing when the feed had it all).
     const rest = await this.t.readStored(this.agentId, fed.length > 0 ? fed.at(-1)!.seq : afterSeq, limit === undefined ? undefined : limit - fed.length);
