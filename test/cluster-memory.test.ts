@@ -173,7 +173,7 @@ describe("an agent CLI's inbox in cluster mode (the hooks socket, hive mcp)", ()
     }
   });
 
-  it("an agent CLI is not shown a repeated copy of a message (same id twice in its JetStream inbox): unread leaves it out, also when it is the first after the cursor, and the next acknowledgement moves past it", async () => {
+  it("an agent CLI is not shown a repeated copy of a message (same id twice in its JetStream inbox): unread leaves it out, also when it is the first after the cursor or the last of the inbox, and the cursor moves past it", async () => {
     const { roots } = await machines(1);
     const prefix = JSON.parse(fs.readFileSync(clusterFilePath(roots[0]!), 'utf8')).prefix as string;
     const t = await createJetStreamTransport({ servers: [server!.url], prefix });
@@ -191,6 +191,16 @@ describe("an agent CLI's inbox in cluster mode (the hooks socket, hive mcp)", ()
       expect((await cli.unread('ann', 1)).map((e) => [e.seq, e.message.body])).toEqual([[3, 'm2']]); // the copy at 2 is not a message to show
       expect(await cli.acknowledgeThrough('ann', 3)).toEqual({ cursor: 3, moved: true });
       expect(await cli.unread('ann', 10)).toEqual([]);
+      // An inbox that ends with a copy: once the message before it is acknowledged, the
+      // next look passes the copy (the cursor moves on; the depth does not show it).
+      const m3 = createMessage({ from: 'god', to: 'ann', act: 'inform', body: 'm3' });
+      await t.deliver('ann', [m3]);
+      await js.publish(`${prefix}.inbox.ann`, new TextEncoder().encode(JSON.stringify(m3)));
+      expect((await cli.unread('ann', 10)).map((e) => [e.seq, e.message.body])).toEqual([[4, 'm3']]);
+      expect(await cli.acknowledgeThrough('ann', 4)).toEqual({ cursor: 4, moved: true });
+      expect(await cli.unread('ann', 10)).toEqual([]);
+      expect(await cli.cursor('ann')).toBe(5);
+      expect(await t.depth('ann')).toBe(0);
     } finally {
       cli.close();
       t.close();

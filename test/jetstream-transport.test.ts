@@ -144,6 +144,36 @@ describe('jetstream transport: what it keeps beyond the conformance suite', () =
     expect((await t.read('b', 0)).map((e) => e.duplicate ?? false)).toEqual([false, true, false]);
   });
 
+  it('a seq missing from an inbox (a message deleted by hand) does not stop its agent: the link reads on past the hole, right after the cursor or amid a read', async () => {
+    const t = await open(`hole${process.pid}`);
+    const ms = [1, 2, 3, 4, 5].map((i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: `m${i}` }));
+    await t.deliver('b', ms);
+    const jsm = (t as unknown as { jsm: { streams: { deleteMessage(stream: string, seq: number): Promise<boolean> } } }).jsm;
+    const stream = (t as unknown as { inboxStream(id: string): string }).inboxStream('b');
+    await jsm.streams.deleteMessage(stream, 2);
+    await jsm.streams.deleteMessage(stream, 4);
+    const link = t.agent('b');
+    await link.restore();
+    expect((await link.fetch(1, 10)).map((e) => e.seq)).toEqual([3, 5]);
+    expect((await link.fetch(0, 10)).map((e) => e.seq)).toEqual([1, 3, 5]);
+    expect((await t.read('b', 0)).map((e) => e.seq)).toEqual([1, 3, 5]);
+    link.close();
+  });
+
+  it("a reader's repeat marker looks back only when it has entries to mark, and is dropped with its agent's link", async () => {
+    const t = await open(`marker${process.pid}`);
+    const repeats = (t as unknown as { repeats: Map<string, unknown> }).repeats;
+    await t.deliver('b', [createMessage({ from: 'a', to: 'b', act: 'inform', body: 'one' })]);
+    const link = t.agent('b');
+    await link.restore();
+    expect(await link.fetch(1)).toEqual([]); // an idle agent's fetch
+    expect(repeats.has('b')).toBe(false);
+    expect((await link.fetch(0)).map((e) => e.seq)).toEqual([1]);
+    expect(repeats.has('b')).toBe(true);
+    link.close();
+    expect(repeats.has('b')).toBe(false);
+  });
+
   it('an item published straight onto a send subject that is not a message is pending with its error, and reject dead-letters it', async () => {
     const t = await open(`junk${process.pid}`);
     const nc = (t as unknown as { nc: { publish(s: string, d: string): void; flush(): Promise<void> } }).nc;

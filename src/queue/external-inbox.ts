@@ -46,14 +46,18 @@ export function externalInbox(root: string): ExternalInbox {
       if (!c) return readInbox(root, agent, committedCursor(root, agent), limit).entries;
       const t = await c;
       // A repeated copy of a message (marked by the transport) is not shown: acknowledging
-      // the next message moves the cursor past it too.
+      // the next message moves the cursor past it too, and copies with nothing after them
+      // are acknowledged here, as an agent passes them (else the depth would show them).
       const out: InboxEntry[] = [];
-      for (let after = await t.cursor(agent); out.length < limit; ) {
+      const cursor = await t.cursor(agent);
+      let after = cursor;
+      while (out.length < limit) {
         const entries = await t.read(agent, after, limit - out.length);
         if (entries.length === 0) break;
         out.push(...entries.filter((e) => !e.duplicate));
         after = entries.at(-1)!.seq;
       }
+      if (out.length === 0 && after > cursor) await acknowledgeInCluster(t, agent, after);
       return out;
     },
     async find(agent, id) {
@@ -63,27 +67,30 @@ export function externalInbox(root: string): ExternalInbox {
     },
     async acknowledgeThrough(agent, seq) {
       const c = cluster();
-      if (!c) return acknowledgeThrough(root, agent, seq);
-      const t = await c;
-      for (let attempt = 0; ; attempt++) {
-        const link = t.agent(agent);
-        try {
-          const at = await link.restore();
-          if (seq <= at.context.cursor) return { cursor: at.context.cursor, moved: false };
-          const last = at.context.cursor + (await t.depth(agent));
-          if (seq > last) return { beyond: last };
-          await link.commit({ ...at.context, cursor: seq }, []);
-          return { cursor: seq, moved: true };
-        } catch (err) {
-          // Another acknowledger committed in between: look again at what is there now.
-          if (!(err instanceof HiveError && err.code === 'E_CONFLICT') || attempt >= 5) throw err;
-        } finally {
-          link.close();
-        }
-      }
+      return c ? acknowledgeInCluster(await c, agent, seq) : acknowledgeThrough(root, agent, seq);
     },
     close() {
       void opened?.then((t) => t.close(), () => undefined);
     },
   };
+}
+
+/** A commit of the agent's record with its cursor at `seq`, fenced like every commit (tried again on a conflict). */
+async function acknowledgeInCluster(t: Transport, agent: string, seq: number): Promise<{ cursor: number; moved: boolean } | { beyond: number }> {
+  for (let attempt = 0; ; attempt++) {
+    const link = t.agent(agent);
+    try {
+      const at = await link.restore();
+      if (seq <= at.context.cursor) return { cursor: at.context.cursor, moved: false };
+      const last = at.context.cursor + (await t.depth(agent));
+      if (seq > last) return { beyond: last };
+      await link.commit({ ...at.context, cursor: seq }, []);
+      return { cursor: seq, moved: true };
+    } catch (err) {
+      // Another acknowledger committed in between: look again at what is there now.
+      if (!(err instanceof HiveError && err.code === 'E_CONFLICT') || attempt >= 5) throw err;
+    } finally {
+      link.close();
+    }
+  }
 }

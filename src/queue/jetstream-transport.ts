@@ -15,7 +15,7 @@ import type { AgentLink, ConversationStore, PendingItem, RestoredAgent, Transpor
 import { FencedFiles } from './jetstream-files.ts';
 import { plantActive } from '../testing/seams.ts';
 import { SubjectFeed, type FedMsg } from './jetstream-feed.ts';
-import { RepeatMarker, REPEAT_LOOKBACK } from './repeat-marker.ts';
+import { RepeatMarker } from './repeat-marker.ts';
 import type { ConversationReplica } from '../session/replica.ts';
 
 /**
@@ -549,13 +549,19 @@ class JetStreamTransportImpl implements JetStreamTransport {
   async markRepeats(recipient: string, afterSeq: number, entries: InboxEntry[]): Promise<InboxEntry[]> {
     // The planted bug "no idempotency" turns this check off too: the run must still fail.
     if (plantActive('no-idempotency')) return entries;
+    // Nothing read, nothing to tell: an idle agent's fetch (10,000 of them at a cluster's
+    // start) costs no look back.
+    if (entries.length === 0) return entries;
     let marker = this.repeats.get(recipient);
     if (!marker) this.repeats.set(recipient, (marker = new RepeatMarker()));
-    if (afterSeq > 0 && marker.needsSeed(afterSeq)) {
-      const from = Math.max(0, afterSeq - REPEAT_LOOKBACK);
-      marker.seed(await this.readStored(recipient, from, afterSeq - from), afterSeq);
-    }
-    return marker.mark(entries);
+    const gap = marker.gapBefore(afterSeq);
+    if (gap) marker.seed(await this.readStored(recipient, gap.from - 1, gap.to - gap.from + 1), gap);
+    return marker.mark(entries, afterSeq);
+  }
+
+  /** Forgets an inbox's repeat marker (its agent's link closed here): the next reader looks back again. */
+  dropRepeats(recipient: string): void {
+    this.repeats.delete(recipient);
   }
 
   /** The inbox's entries after `afterSeq` as stored (up to `limit`). */
@@ -563,15 +569,18 @@ class JetStreamTransportImpl implements JetStreamTransport {
     const stream = this.inboxStream(recipient);
     const get = (seq: number) => this.jsm.streams.getMessage(stream, { seq }).catch((err) => (isNotFound(err) ? null : Promise.reject(err)));
     let upTo: number;
-    const got: (StoredMsg | null)[] = [];
+    const got: StoredMsg[] = [];
     let window = READ_WINDOW;
-    if (Number.isFinite(limit)) {
-      // An agent's turn: the first entry alone (an idle inbox costs one get), then windows
-      // growing from 4 (one request in flight costs two round trips, a backlog few).
-      const first = await get(afterSeq + 1);
+    const limited = Number.isFinite(limit);
+    if (limited) {
+      // An agent's turn: the first entry alone (an idle inbox costs one request), then
+      // windows growing from 4 (one request in flight costs two round trips, a backlog few).
+      // The first is the next message at or after the cursor, not a get of cursor+1: a seq
+      // missing there (deleted by hand) would otherwise stop the reader for good.
+      const first = await this.nextOn(stream, this.inboxSubject(recipient), afterSeq + 1);
       if (!first) return [];
       got.push(first);
-      upTo = afterSeq + limit;
+      upTo = first.seq + limit - 1;
       window = 4;
     } else {
       try {
@@ -581,12 +590,16 @@ class JetStreamTransportImpl implements JetStreamTransport {
         throw err;
       }
     }
-    // At most READ_WINDOW gets in flight: thousands at once would outrun their timeouts.
-    for (let from = afterSeq + 1 + got.length; from <= upTo && !got.includes(null); from += window, window = Math.min(READ_WINDOW, window * 4)) {
+    // At most READ_WINDOW gets in flight: thousands at once would outrun their timeouts. A
+    // missing seq amid others is a hole (read past); a limited read ends at a window whose
+    // last seq is missing (the inbox's end, or a hole the next read's first request skips).
+    for (let from = (got.at(-1)?.seq ?? afterSeq) + 1, ended = false; from <= upTo && !ended; from += window, window = Math.min(READ_WINDOW, window * 4)) {
       const seqs = Array.from({ length: Math.min(window, upTo - from + 1) }, (_, i) => from + i);
-      got.push(...(await Promise.all(seqs.map(get)))); // a null: the end of the inbox
+      const batch = await Promise.all(seqs.map(get));
+      for (const m of batch) if (m) got.push(m);
+      ended = limited && batch.at(-1) === null;
     }
-    return this.entriesOf(recipient, got.flatMap((m) => (m ? [{ seq: m.seq, subject: m.subject, data: m.data }] : [])));
+    return this.entriesOf(recipient, got.map((m) => ({ seq: m.seq, subject: m.subject, data: m.data })));
   }
 
   /** Inbox messages as entries; one that is not a valid message is dead-lettered (its seq stays a gap). */
@@ -691,7 +704,9 @@ class JetStreamTransportImpl implements JetStreamTransport {
   agent(id: string): AgentLink {
     this.links.get(id)?.close();
     const link = new JetStreamAgentLink(this, id, () => {
-      if (this.links.get(id) === link) this.links.delete(id);
+      if (this.links.get(id) !== link) return;
+      this.links.delete(id);
+      this.dropRepeats(id);
     });
     this.links.set(id, link);
     return link;

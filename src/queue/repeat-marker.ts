@@ -2,8 +2,10 @@ import type { InboxEntry } from './inbox.ts';
 
 /** How many message ids a marker remembers. */
 const REMEMBERED = 2_000;
+/** How many separate runs of seqs a marker keeps as seen (the lowest are forgotten first). */
+const RUNS = 64;
 /**
- * How many entries before the first read's start a marker looks at (`seedFrom`): the two
+ * How many entries before a read's start a marker must have seen (`gapBefore`): the two
  * copies of a message that a repeated chained publish makes land within one routing batch.
  */
 export const REPEAT_LOOKBACK = 64;
@@ -15,43 +17,72 @@ export const REPEAT_LOOKBACK = 64;
  * repeat is marked `duplicate`: its reader moves past it without handling or showing it
  * (docs/architecture.md, "The message contract"). Bounded: the last REMEMBERED ids.
  *
+ * It keeps which seqs it has seen as runs (`[from, to]`), not one high-water mark: a reader
+ * with a lower cursor than one before it must still have the entries before its own start
+ * looked at, or a repeat of one of them would pass as a first copy.
+ *
  * @example
  * const m = new RepeatMarker();
- * if (m.needsSeed(cursor)) m.seed(await readBefore(cursor), cursor);
- * const entries = m.mark(await readAfter(cursor));
+ * const gap = m.gapBefore(cursor);
+ * if (gap) m.seed(await readRange(gap.from, gap.to), gap);
+ * const entries = m.mark(await readAfter(cursor), cursor);
  */
 export class RepeatMarker {
   /** Message id → the seq of its first copy. */
   private readonly first = new Map<string, number>();
-  /** The highest seq this marker has seen: reads from at or below it need no seed. */
-  private seenThrough = 0;
+  /** Runs of seqs seen, sorted and disjoint, inclusive. */
+  private seen: [number, number][] = [];
 
-  /** Whether a read after `afterSeq` should first seed the entries before it. */
-  needsSeed(afterSeq: number): boolean {
-    return afterSeq > this.seenThrough;
+  /**
+   * The seqs among the REPEAT_LOOKBACK before a read after `afterSeq` that this marker has
+   * not seen (the lowest to the highest of them), or null when there are none.
+   */
+  gapBefore(afterSeq: number): { from: number; to: number } | null {
+    let from = Math.max(1, afterSeq - REPEAT_LOOKBACK + 1);
+    let to = afterSeq;
+    for (const [a, b] of this.seen) if (a <= from && b >= from) from = b + 1;
+    for (const [a, b] of [...this.seen].reverse()) if (a <= to && b >= to) to = a - 1;
+    return from <= to ? { from, to } : null;
   }
 
-  /** Remembers the entries up to `through` that come before a read (a seed): none is returned. */
-  seed(entries: InboxEntry[], through: number): void {
+  /** Remembers the entries of a seed (seqs `from`…`to`, nothing returned). */
+  seed(entries: InboxEntry[], range: { from: number; to: number }): void {
     for (const e of entries) this.remember(e);
-    this.seenThrough = Math.max(this.seenThrough, through);
+    this.cover(range.from, range.to);
   }
 
-  /** `entries` with each repeat of an id seen at an earlier seq marked `duplicate`. */
-  mark(entries: InboxEntry[]): InboxEntry[] {
-    return entries.map((e) => {
+  /** `entries`, read after `afterSeq`, with each repeat of an id seen at an earlier seq marked `duplicate`. */
+  mark(entries: InboxEntry[], afterSeq: number): InboxEntry[] {
+    const out = entries.map((e) => {
       const first = this.remember(e);
       return first !== e.seq ? { ...e, duplicate: true as const } : e;
     });
+    if (entries.length > 0) this.cover(afterSeq + 1, entries.at(-1)!.seq);
+    return out;
   }
 
   /** Records `e` (unless its id is known) and returns the seq of its id's first copy. */
   private remember(e: InboxEntry): number {
-    this.seenThrough = Math.max(this.seenThrough, e.seq);
     const first = this.first.get(e.id);
     if (first !== undefined && first <= e.seq) return first;
     this.first.set(e.id, e.seq);
     if (this.first.size > REMEMBERED) this.first.delete(this.first.keys().next().value!);
     return e.seq;
+  }
+
+  /** Adds seqs `from`…`to` to the runs seen, merging the runs they touch. */
+  private cover(from: number, to: number): void {
+    if (from > to) return;
+    const runs: [number, number][] = [];
+    for (const [a, b] of this.seen) {
+      if (b + 1 < from || a > to + 1) runs.push([a, b]);
+      else {
+        from = Math.min(from, a);
+        to = Math.max(to, b);
+      }
+    }
+    runs.push([from, to]);
+    runs.sort((x, y) => x[0] - y[0]);
+    this.seen = runs.slice(-RUNS);
   }
 }
