@@ -164,6 +164,18 @@ describe('inbox logs', () => {
     expect(dl[0]!.reason).toMatchObject({ source: 'agents/b/inbox/000000000001.jsonl#2', code: 'E_BAD_MESSAGE' });
   });
 
+  it('a read that cannot copy a bad line to dead-letter/ (a viewer that may not write there) still returns the good entries; the line stays in the log', async () => {
+    const root = await hiveWith('a', 'b');
+    await createFsTransport(root).deliver('b', [msg('1'), msg('2'), msg('3')]);
+    const seg = path.join(agentPaths(root, 'b').inbox, '000000000001.jsonl');
+    fs.writeFileSync(seg, fs.readFileSync(seg, 'utf8').replace('"body":"2"', '"body":"X"'));
+    const deadLetter = hivePaths(root).deadLetter;
+    fs.rmSync(deadLetter, { recursive: true, force: true });
+    fs.writeFileSync(deadLetter, 'not a folder'); // every copy into it fails (ENOTDIR), as a read-only hive's would
+    expect((await createFsTransport(root).read('b', 0)).map((e) => e.seq)).toEqual([1, 3]);
+    expect(fs.readFileSync(seg, 'utf8')).toContain('"body":"X"');
+  });
+
   it('whole lines of junk at the end of a log are kept in dead-letter/ and cut off when the router opens it; delivery goes on gap-free', async () => {
     const root = await hiveWith('a', 'b');
     await createFsTransport(root).deliver('b', [msg('one')]);

@@ -116,10 +116,21 @@ export class InboxReader {
     return out;
   }
 
-  /** Entries after `afterSeq`; lines that are not valid entries go to dead-letter with their reason. */
+  /**
+   * Entries after `afterSeq`; lines that are not valid entries go to dead-letter with their
+   * reason. A copy that cannot be written (a viewer of a hive it may not write, a
+   * `dead-letter` that is no folder) does not fail the read: the line stays in the log,
+   * left out of the entries, and is copied by a later read that can.
+   */
   readRejecting(afterSeq: number, limit = Infinity): InboxEntry[] {
     const { entries, rejected } = this.read(afterSeq, limit);
-    for (const r of rejected) deadLetterLine(this.root, this.agentId, r);
+    for (const r of rejected) {
+      try {
+        deadLetterLine(this.root, this.agentId, r);
+      } catch {
+        // kept in the log: nothing is lost
+      }
+    }
     return entries;
   }
 
