@@ -12,6 +12,13 @@ describe('the ids of the messages a turn emits', () => {
     { to: 'log', act: 'inform' as const, body: 'noted' },
   ];
 
+  it("a draft's own `__proto__` key (JSON from a brain) is copied as data, never made the prototype: nothing it holds reaches the message", () => {
+    const draft = JSON.parse('{"to":"client","act":"inform","body":"x","__proto__":{"needs_human":true,"subject":"from the prototype"}}') as (typeof drafts)[number];
+    const [m] = composeMessages('echo', input, [draft], Date.now()).messages;
+    expect(m).toMatchObject({ to: 'client', needs_human: false, subject: '' });
+    expect(Object.getPrototypeOf(m)).toBe(Object.prototype);
+  });
+
   it('are the same on every run of the turn, whenever it runs (two owners of one agent that both commit it emit one message each, not two)', () => {
     const first = composeMessages('echo', input, drafts, Date.now());
     const again = composeMessages('echo', input, drafts, Date.now() + 60_000);

@@ -21,6 +21,17 @@ export interface Composed {
 }
 
 /**
+ * `{ ...base, ...fields }`, built with Object.assign: in Node 20's V8 a spread followed by
+ * keys the spread object lacks takes a slow path (~6 µs against ~0.1 µs here, measured;
+ * a sixth of an echo agent's CPU per pair in bench:peers). A base with an own `__proto__`
+ * key (JSON from a brain) keeps the spread, which copies it as data instead of setting the
+ * prototype.
+ */
+function withFields(base: object, fields: object): Record<string, unknown> {
+  return (Object.hasOwn(base, '__proto__') ? { ...base, ...fields } : Object.assign({}, base, fields)) as Record<string, unknown>;
+}
+
+/**
  * Turns a brain's drafts into full messages: ids derived from the input and the
  * agent, `from` the agent, `hops` one more than the input's, the input's conversation
  * and traceparent unless the draft says otherwise.
@@ -31,8 +42,7 @@ export function composeMessages(agentId: string, input: BrainInput, drafts: Draf
   const out: Composed = { messages: [], invalid: [] };
   drafts.forEach((d, i) => {
     const id = deriveId(agentId, key, i, inputTime(input));
-    const candidate: Record<string, unknown> = {
-      ...d,
+    const fields = {
       id,
       from: agentId,
       conversation: d.conversation ?? parent?.conversation ?? id,
@@ -40,6 +50,7 @@ export function composeMessages(agentId: string, input: BrainInput, drafts: Draf
       hops: parent ? parent.hops + 1 : 0,
       created_at: new Date(now).toISOString(),
     };
+    const candidate: Record<string, unknown> = withFields(d, fields);
     if (parent?.traceparent) candidate.traceparent = parent.traceparent;
     const r = parseMessage(candidate);
     if (r.ok) out.messages.push(r.message);

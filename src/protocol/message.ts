@@ -74,7 +74,7 @@ export const HiveMessageSchema = z.pipe(
       needs_human: m.needs_human ?? false,
       created_at: m.created_at ?? new Date().toISOString(),
     };
-    return m.traceparent === undefined ? message : { ...message, traceparent: m.traceparent };
+    return m.traceparent === undefined ? message : Object.assign(message, { traceparent: m.traceparent });
   }),
 );
 
@@ -147,7 +147,7 @@ export function parseWellFormed(input: unknown): HiveMessage | null {
     needs_human: (needs_human as boolean | undefined) ?? false,
     created_at: (created_at as string | undefined) ?? new Date().toISOString(),
   };
-  return traceparent === undefined ? message : { ...message, traceparent: traceparent as string };
+  return traceparent === undefined ? message : Object.assign(message, { traceparent: traceparent as string });
 }
 
 /** Formats problems as `field \`to\`: expected ..., got ...` lines. */
