@@ -10,8 +10,25 @@ import { sharedWithGroup } from '../fs/modes.ts';
 
 const FOREIGN = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_CEILING_DIRECTORIES', 'GIT_PREFIX'];
 
-function gitEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', LC_ALL: 'C' };
+/**
+ * glibc's malloc gives memory back to the kernel (and asks for it again) in small steps by
+ * default: a git adding or importing thousands of files then spends most of its time in
+ * brk() (120,000 calls for the 20,000 files of a 10,000-agent hive's first commit; on a
+ * virtual machine each one is a trip through the hypervisor). Growing and keeping the heap
+ * in 32 MiB steps: `git commit` of those files 5.3 → 2.1 s, `git add` 5.6 → 4.0 s, `git
+ * fast-import` 8.9 → 0.65 s (measured side by side). Other C libraries ignore these.
+ */
+const MALLOC_STEP = String(32 * 1024 * 1024);
+
+export function gitEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_OPTIONAL_LOCKS: '0',
+    LC_ALL: 'C',
+    MALLOC_TOP_PAD_: MALLOC_STEP,
+    MALLOC_TRIM_THRESHOLD_: MALLOC_STEP,
+  };
   for (const k of FOREIGN) delete env[k];
   return env;
 }

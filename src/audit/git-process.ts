@@ -4,6 +4,7 @@
 // nothing is left to wait for (git processes it started finish on their own).
 import os from 'node:os';
 import { runGit } from './git-exec.ts';
+import { importFirstCommit } from './first-commit.ts';
 import type { GitRequest, GitRunnerMessage } from './git-runner.ts';
 
 // Audit commits are background work: the runner and the gits it starts (they inherit
@@ -21,7 +22,8 @@ function send(m: GitRunnerMessage): void {
 }
 
 process.on('message', (req: GitRequest) => {
-  runGit(req.cwd, req.args, req.input !== undefined ? { input: req.input } : {}).then(
+  const run = req.firstCommit !== undefined ? importFirstCommit(req.cwd, req.firstCommit) : runGit(req.cwd, req.args, req.input !== undefined ? { input: req.input } : {});
+  run.then(
     (result) => send({ type: 'done', id: req.id, result }),
     (err: unknown) => send({ type: 'failed', id: req.id, error: err instanceof Error ? err.message : String(err) }),
   );

@@ -23,6 +23,8 @@ export interface GitRequest {
   cwd: string;
   args: string[];
   input?: string;
+  /** Instead of `args`: the repository's first commit, with this message (first-commit.ts). */
+  firstCommit?: string;
 }
 
 /** What the runner sends back: `ready` once, then one reply per request. */
@@ -79,10 +81,19 @@ export class GitRunner {
 
   /** Runs git through the runner; null when the runner is not (or no longer) there. */
   run(cwd: string, args: string[], options: { input?: string } = {}): Promise<GitResult | null> {
+    return this.request({ cwd, args, ...(options.input !== undefined ? { input: options.input } : {}) });
+  }
+
+  /** Writes the repository's first commit as one pack (first-commit.ts); null when the runner is not there. */
+  firstCommit(cwd: string, message: string): Promise<GitResult | null> {
+    return this.request({ cwd, args: [], firstCommit: message });
+  }
+
+  private request(what: Omit<GitRequest, 'id'>): Promise<GitResult | null> {
     // A channel can close before the runner's exit is seen.
     if (!this.ready || !this.child.connected) return Promise.resolve(null);
     const id = this.nextId++;
-    const request: GitRequest = { id, cwd, args, ...(options.input !== undefined ? { input: options.input } : {}) };
+    const request: GitRequest = { id, ...what };
     return new Promise<GitResult | null>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
       // A request in flight keeps this process alive until its answer (an idle runner does not).

@@ -22,6 +22,14 @@ export async function git(root: string, args: string[], options: { input?: strin
   return runGit(root, args, options);
 }
 
+/**
+ * The repository's first commit written as one pack (src/audit/first-commit.ts), through
+ * this process's git runner; null when no runner is up (the caller then adds and commits).
+ */
+export async function firstCommit(root: string, message: string): Promise<GitResult | null> {
+  return (await currentGitRunner()?.firstCommit(root, message)) ?? null;
+}
+
 /** What the audit trail keeps out of git: queues, journals, state, WAL, sockets, locks, the index. */
 export const HIVE_GITIGNORE = `# Written by hive: the audit trail commits significant state (registry, identities,
 # memories, questions and answers, config) and none of the fast-changing runtime files.

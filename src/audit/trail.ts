@@ -1,6 +1,6 @@
 import { appendEvent } from '../log/event-log.ts';
 import { errorMessage } from '../errors.ts';
-import { ensureRepo, git } from './git.ts';
+import { ensureRepo, firstCommit, git } from './git.ts';
 import { acquireGitRunner, type GitRunnerLease } from './git-runner.ts';
 import { recoverIndexLock } from './index-lock.ts';
 
@@ -139,6 +139,15 @@ export class AuditTrail {
     this.timer.unref();
   }
 
+  /** The first commit as one pack; false when it could not be made that way (logged; the caller adds and commits). */
+  private async importFirst(reasons: string[]): Promise<boolean> {
+    const { subject, body } = describe(reasons);
+    const r = await firstCommit(this.root, `${subject}\n\n${body}`);
+    if (r === null) return false;
+    if (r.exitCode !== 0) appendEvent(this.root, { type: 'audit.import-failed', error: r.stderr.trim() });
+    return r.exitCode === 0;
+  }
+
   private async commitNow(): Promise<void> {
     if (this.pending.length === 0 || !this.ready) return;
     this.busy = true;
@@ -165,23 +174,30 @@ export class AuditTrail {
         this.lastCommitAt = Date.now();
         return;
       }
-      const add = await git(this.root, ['add', '-A']);
-      if (add.exitCode !== 0) throw new Error(`git add: ${add.stderr.trim()}`);
-      // Changes noted while `git add` ran may be in this commit or not (written just before
-      // or just after the add read them): name them here, and keep them for the next commit
-      // too, so their reason is on whichever commit holds the change.
+      // A repository without a commit yet (a new hive, all its agents' files at once) gets
+      // its first commit as one pack (src/audit/first-commit.ts); if that cannot be done,
+      // the usual add and commit.
+      const imported = (await git(this.root, ['rev-parse', '--verify', '-q', 'HEAD'])).exitCode !== 0 && (await this.importFirst(reasons));
+      if (!imported) {
+        const add = await git(this.root, ['add', '-A']);
+        if (add.exitCode !== 0) throw new Error(`git add: ${add.stderr.trim()}`);
+      }
+      // Changes noted while `git add` (or the import) ran may be in this commit or not
+      // (written just before or just after it read them): name them here, and keep them for
+      // the next commit too, so their reason is on whichever commit holds the change.
       const duringAdd = this.pending.filter((r) => !reasons.includes(r));
       reasons = [...reasons, ...duringAdd];
-      const diff = await git(this.root, ['diff', '--cached', '--quiet']);
-      if (diff.exitCode === 0) return; // nothing changed in tracked files
-      const subject = `hive: ${summarize(reasons)}`;
-      const body = [...reasons].sort((a, b) => weight(a) - weight(b)).slice(0, 50).map((r) => `- ${r}`).join('\n') + (reasons.length > 50 ? `\n- … ${reasons.length - 50} more` : '');
-      const c = await git(this.root, ['commit', '-q', '--no-verify', '--no-gpg-sign', '-m', subject, '-m', body]);
-      if (c.exitCode !== 0) throw new Error(`git commit: ${(c.stderr || c.stdout).trim()}`);
+      if (!imported) {
+        const diff = await git(this.root, ['diff', '--cached', '--quiet']);
+        if (diff.exitCode === 0) return; // nothing changed in tracked files
+        const { subject, body } = describe(reasons);
+        const c = await git(this.root, ['commit', '-q', '--no-verify', '--no-gpg-sign', '-m', subject, '-m', body]);
+        if (c.exitCode !== 0) throw new Error(`git commit: ${(c.stderr || c.stdout).trim()}`);
+      }
       const head = (await git(this.root, ['rev-parse', 'HEAD'])).stdout.trim();
       this.commits += 1;
       this.lastCommitAt = Date.now();
-      appendEvent(this.root, { type: 'audit.committed', commit: head, reasons: reasons.length });
+      appendEvent(this.root, { type: 'audit.committed', commit: head, reasons: reasons.length, ...(imported ? { imported: true } : {}) });
       for (const l of this.listeners) {
         try {
           l({ commit: head, reasons });
@@ -197,6 +213,13 @@ export class AuditTrail {
       if (this.pending.length > 0 && !this.closed) this.schedule();
     }
   }
+}
+
+/** A commit's message: the first reasons as its subject, up to 50 of them as its body. */
+function describe(reasons: string[]): { subject: string; body: string } {
+  const subject = `hive: ${summarize(reasons)}`;
+  const body = [...reasons].sort((a, b) => weight(a) - weight(b)).slice(0, 50).map((r) => `- ${r}`).join('\n') + (reasons.length > 50 ? `\n- … ${reasons.length - 50} more` : '');
+  return { subject, body };
 }
 
 /** Routine reasons (a turn that may have touched memory, the periodic sweep) go last. */

@@ -1,0 +1,96 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { ensureRepo, git, HIVE_GITIGNORE } from '../src/audit/git.ts';
+import { importFirstCommit, quotePath } from '../src/audit/first-commit.ts';
+import { AuditTrail } from '../src/audit/trail.ts';
+import { acquireGitRunner } from '../src/audit/git-runner.ts';
+import { readLog } from '../src/log/read.ts';
+import { tempDir } from './helpers/temp.ts';
+
+/** A hive-like tree with everything git treats specially: ignored files, a symlink, an executable, a FIFO, odd names. */
+function plantTree(root: string): void {
+  for (let i = 0; i < 60; i++) {
+    const dir = path.join(root, 'agents', `agent-${i}`);
+    fs.mkdirSync(path.join(dir, 'inbox'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'identity.md'), `# agent-${i}\n`);
+    fs.writeFileSync(path.join(dir, 'memory.md'), `# Memory ${i}\n${'x'.repeat(i * 37)}\n`);
+    fs.writeFileSync(path.join(dir, 'state.wal'), 'not recorded');
+    fs.writeFileSync(path.join(dir, 'inbox', '000000000001.jsonl'), 'not recorded');
+  }
+  fs.writeFileSync(path.join(root, 'registry.json'), '{"agents":[]}\n');
+  fs.writeFileSync(path.join(root, 'notes "quoted" \\ and\nnewline.txt'), 'a person left this\n');
+  fs.writeFileSync(path.join(root, 'tool.sh'), '#!/bin/sh\necho hi\n', { mode: 0o755 });
+  fs.symlinkSync('registry.json', path.join(root, 'link-to-registry'));
+  fs.writeFileSync(path.join(root, 'ünïcode.md'), 'naïve\n');
+  execFileSync('mkfifo', [path.join(root, 'a-fifo')]);
+}
+
+const treeOf = async (root: string) => (await git(root, ['ls-tree', '-r', '-z', 'HEAD'])).stdout.split('\0').filter(Boolean).sort();
+
+describe('the audit trail\'s first commit as one pack', () => {
+  it('records exactly the tree `git add -A` + `git commit` would (modes, symlinks, odd names, ignored files left out, a FIFO skipped), as one pack, with the index refreshed', async () => {
+    const [imported, added] = [tempDir('first-commit-'), tempDir('first-commit-')];
+    for (const root of [imported, added]) {
+      await ensureRepo(root);
+      plantTree(root);
+    }
+    expect(fs.readFileSync(path.join(imported, '.gitignore'), 'utf8')).toBe(HIVE_GITIGNORE);
+    const r = await importFirstCommit(imported, 'hive: started\n\n- hive started');
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect((await git(added, ['add', '-A'])).exitCode).toBe(0);
+    expect((await git(added, ['commit', '-q', '--no-verify', '-m', 'x'])).exitCode).toBe(0);
+    const tree = await treeOf(imported);
+    expect(tree).toEqual(await treeOf(added));
+    expect(tree.some((l) => l.startsWith('120000') && l.endsWith('link-to-registry'))).toBe(true);
+    expect(tree.some((l) => l.startsWith('100755') && l.endsWith('tool.sh'))).toBe(true);
+    expect(tree.some((l) => l.includes('newline'))).toBe(true);
+    expect(tree.some((l) => /state\.wal|inbox|a-fifo/.test(l))).toBe(false);
+    // One pack, no loose objects; the index knows every file (nothing to add, nothing modified).
+    const objects = (await git(imported, ['count-objects', '-v'])).stdout;
+    expect(objects).toMatch(/^count: 0$/m);
+    expect(objects).toMatch(/^packs: 1$/m);
+    expect((await git(imported, ['status', '--porcelain'])).stdout).toBe('');
+    expect((await git(imported, ['log', '--format=%s', 'HEAD'])).stdout.trim()).toBe('hive: started');
+  });
+
+  it('a file changed after the import read it is left modified, and the next commit takes it', async () => {
+    const root = tempDir('first-commit-');
+    await ensureRepo(root);
+    plantTree(root);
+    expect((await importFirstCommit(root, 'first')).exitCode).toBe(0);
+    fs.appendFileSync(path.join(root, 'agents', 'agent-3', 'memory.md'), 'learned something\n');
+    expect((await git(root, ['status', '--porcelain'])).stdout.trim()).toBe('M agents/agent-3/memory.md');
+  });
+
+  it('paths are quoted for fast-import only when they must be', () => {
+    expect(quotePath('agents/a-1/memory.md')).toBe('agents/a-1/memory.md');
+    expect(quotePath('with space.md')).toBe('with space.md');
+    expect(quotePath('a"b\\c\nd')).toBe('"a\\"b\\\\c\\nd"');
+  });
+
+  it('an audit trail with its git runner up writes a new hive\'s first commit this way, and later ones as usual', async () => {
+    const root = tempDir('first-commit-');
+    fs.mkdirSync(path.join(root, 'agents', 'a'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'agents', 'a', 'identity.md'), '# a\n');
+    const lease = acquireGitRunner();
+    try {
+      expect(await lease.ready).toBe(true);
+      const trail = new AuditTrail(root, { intervalMs: 60_000 });
+      await trail.start(); // notes 'hive started'
+      await trail.flush();
+      expect(readLog(root).filter((e) => e.type === 'audit.committed').map((e) => e.imported ?? false)).toEqual([true]);
+      fs.writeFileSync(path.join(root, 'agents', 'a', 'memory.md'), 'later\n');
+      trail.note('turn of a');
+      await trail.flush();
+      expect((await git(root, ['log', '--format=%s', 'HEAD'])).stdout.trim().split('\n')).toEqual(['hive: turn of a', 'hive: hive started']);
+      expect((await git(root, ['show', '--name-only', '--format=', 'HEAD'])).stdout.trim()).toBe('agents/a/memory.md');
+      await trail.close();
+      expect(readLog(root).filter((e) => e.type === 'audit.committed').map((e) => e.imported ?? false)).toEqual([true, false]);
+      expect(readLog(root).filter((e) => e.type === 'audit.failed' || e.type === 'audit.import-failed')).toEqual([]);
+    } finally {
+      lease.release();
+    }
+  });
+});
