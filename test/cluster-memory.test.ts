@@ -199,6 +199,8 @@ describe("an agent CLI's inbox in cluster mode (the hooks socket, hive mcp)", ()
       expect((await cli.unread('ann', 10)).map((e) => [e.seq, e.message.body])).toEqual([[4, 'm3']]);
       expect(await cli.acknowledgeThrough('ann', 4)).toEqual({ cursor: 4, moved: true });
       expect(await cli.unread('ann', 10)).toEqual([]);
+      expect(await cli.cursor('ann')).toBe(4); // not asked to pass them (an actor-run agent's cursor is its own)
+      expect(await cli.unread('ann', 10, { passRepeats: true })).toEqual([]);
       expect(await cli.cursor('ann')).toBe(5);
       expect(await t.depth('ann')).toBe(0);
     } finally {

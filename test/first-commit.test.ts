@@ -22,6 +22,8 @@ function plantTree(root: string): void {
   fs.writeFileSync(path.join(root, 'registry.json'), '{"agents":[]}\n');
   fs.writeFileSync(path.join(root, 'notes "quoted" \\ and\nnewline.txt'), 'a person left this\n');
   fs.writeFileSync(path.join(root, 'tool.sh'), '#!/bin/sh\necho hi\n', { mode: 0o755 });
+  fs.writeFileSync(path.join(root, 'group-exec.sh'), 'x\n', { mode: 0o654 }); // git: executable only if the owner may run it
+  fs.writeFileSync(Buffer.from([...Buffer.from(`${root}/latin1-`), 0xe9, ...Buffer.from('.md')]), 'not UTF-8 in its name\n');
   fs.symlinkSync('registry.json', path.join(root, 'link-to-registry'));
   fs.writeFileSync(path.join(root, 'ünïcode.md'), 'naïve\n');
   execFileSync('mkfifo', [path.join(root, 'a-fifo')]);
@@ -51,6 +53,7 @@ describe('the audit trail\'s first commit as one pack', () => {
     const objects = (await git(imported, ['count-objects', '-v'])).stdout;
     expect(objects).toMatch(/^count: 0$/m);
     expect(objects).toMatch(/^packs: 1$/m);
+    expect((await git(imported, ['diff-files', '--name-only'])).stdout).toBe(''); // the index has every file's stat data (no refresh: all listed)
     expect((await git(imported, ['status', '--porcelain'])).stdout).toBe('');
     expect((await git(imported, ['log', '--format=%s', 'HEAD'])).stdout.trim()).toBe('hive: started');
   });
@@ -65,9 +68,44 @@ describe('the audit trail\'s first commit as one pack', () => {
   });
 
   it('paths are quoted for fast-import only when they must be', () => {
-    expect(quotePath('agents/a-1/memory.md')).toBe('agents/a-1/memory.md');
-    expect(quotePath('with space.md')).toBe('with space.md');
-    expect(quotePath('a"b\\c\nd')).toBe('"a\\"b\\\\c\\nd"');
+    expect(quotePath('agents/a-1/memory.md').toString()).toBe('agents/a-1/memory.md');
+    expect(quotePath('with space "and" quotes\\.md').toString()).toBe('with space "and" quotes\\.md');
+    expect(quotePath('a"b\\c\nd').toString()).toBe('"a\\"b\\\\c\\nd"');
+    expect(quotePath('"leading').toString()).toBe('"\\"leading"');
+  });
+
+  it('declines (the trail then adds and commits) where git add would transform or link a file: gitattributes, core.autocrlf, a nested repository', async () => {
+    const cases: [string, (root: string) => Promise<void> | void][] = [
+      ['gitattributes', (root) => fs.writeFileSync(path.join(root, '.gitattributes'), '*.md text eol=crlf\n')],
+      ['autocrlf', async (root) => void (await git(root, ['config', 'core.autocrlf', 'input']))],
+      ['nested repository', (root) => execFileSync('git', ['init', '-q', path.join(root, 'nested')])],
+    ];
+    for (const [what, plant] of cases) {
+      const root = tempDir('first-commit-');
+      await ensureRepo(root);
+      fs.writeFileSync(path.join(root, 'registry.json'), '{}\n');
+      fs.writeFileSync(path.join(root, 'notes.md'), 'line\n');
+      if (what === 'nested repository') fs.mkdirSync(path.join(root, 'nested'));
+      await plant(root);
+      if (what === 'nested repository') fs.writeFileSync(path.join(root, 'nested', 'f'), 'x');
+      const r = await importFirstCommit(root, 'first');
+      expect(r.exitCode, what).toBe(2);
+      expect((await git(root, ['rev-parse', '--verify', '-q', 'HEAD'])).exitCode, what).not.toBe(0); // nothing written
+    }
+  });
+
+  it('a fast-import that dies mid-stream ends the import with its error (no hang), nothing committed', async () => {
+    const root = tempDir('first-commit-');
+    await ensureRepo(root);
+    plantTree(root);
+    for (let i = 0; i < 300; i++) fs.writeFileSync(path.join(root, `big-${i}.md`), 'y'.repeat(4_096)); // more than a pipe holds
+    const pack = path.join(root, '.git', 'objects', 'pack');
+    fs.rmSync(pack, { recursive: true, force: true });
+    fs.writeFileSync(pack, 'not a folder: fast-import cannot write its pack');
+    const r = await importFirstCommit(root, 'first');
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toMatch(/fast-import/);
+    expect((await git(root, ['rev-parse', '--verify', '-q', 'HEAD'])).exitCode).not.toBe(0);
   });
 
   it('an audit trail with its git runner up writes a new hive\'s first commit this way, and later ones as usual', async () => {

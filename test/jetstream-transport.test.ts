@@ -144,7 +144,7 @@ describe('jetstream transport: what it keeps beyond the conformance suite', () =
     expect((await t.read('b', 0)).map((e) => e.duplicate ?? false)).toEqual([false, true, false]);
   });
 
-  it('a seq missing from an inbox (a message deleted by hand) does not stop its agent: the link reads on past the hole, right after the cursor or amid a read', async () => {
+  it('a seq missing from an inbox (a message deleted by hand) does not stop its agent: its next read steps over the hole (a read does not step over one amid its parallel gets, which could be a publish not stored yet); a whole read skips holes', async () => {
     const t = await open(`hole${process.pid}`);
     const ms = [1, 2, 3, 4, 5].map((i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: `m${i}` }));
     await t.deliver('b', ms);
@@ -154,8 +154,10 @@ describe('jetstream transport: what it keeps beyond the conformance suite', () =
     await jsm.streams.deleteMessage(stream, 4);
     const link = t.agent('b');
     await link.restore();
-    expect((await link.fetch(1, 10)).map((e) => e.seq)).toEqual([3, 5]);
-    expect((await link.fetch(0, 10)).map((e) => e.seq)).toEqual([1, 3, 5]);
+    expect((await link.fetch(0, 10)).map((e) => e.seq)).toEqual([1]);
+    expect((await link.fetch(1, 10)).map((e) => e.seq)).toEqual([3]);
+    expect((await link.fetch(3, 10)).map((e) => e.seq)).toEqual([5]);
+    expect(await link.fetch(5, 10)).toEqual([]);
     expect((await t.read('b', 0)).map((e) => e.seq)).toEqual([1, 3, 5]);
     link.close();
   });

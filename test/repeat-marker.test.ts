@@ -54,9 +54,9 @@ describe('RepeatMarker', () => {
 
   it('whatever order readers come in, a copy is marked exactly when an earlier seq holds its id (within the look-back)', () => {
     let seed = 7;
-    const rand = (n: number) => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31), seed % n);
+    const rand = (n: number) => ((seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0), (seed >>> 8) % n);
     for (let round = 0; round < 200; round++) {
-      const ids = Array.from({ length: 12 }, (_, i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: `r${round} ${i}` }));
+      const ids = Array.from({ length: 60 }, (_, i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: `r${round} ${i}` }));
       const all = Array.from({ length: 80 }, (_, i) => entry(i + 1, ids[rand(ids.length)]));
       const firstSeq = new Map<string, number>();
       for (const e of all) if (!firstSeq.has(e.id)) firstSeq.set(e.id, e.seq);
@@ -70,5 +70,14 @@ describe('RepeatMarker', () => {
         }
       }
     }
+  });
+
+  it('an id it forgot (past the last 2,000) is looked for again: its seq no longer counts as seen', () => {
+    const dup = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'twice' });
+    const all = inbox(2_100, { 5: dup, 30: dup });
+    const r = new RepeatMarker();
+    expect(marks(read(r, all, 0).filter((e) => e.seq === 30))).toEqual([[30, true]]);
+    // Every id of seqs 1…100 is forgotten by now; a reader from 20 must look back again.
+    expect(marks(read(r, all, 20, 20).filter((e) => e.seq === 30))).toEqual([[30, true]]);
   });
 });

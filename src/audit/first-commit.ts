@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { once } from 'node:events';
 import { execa } from 'execa';
-import { gitEnv, runGit, type GitResult } from './git-exec.ts';
+import { gitEnv, runGit, underHiveUmask, type GitResult } from './git-exec.ts';
 
 /**
  * The audit trail's first commit of a hive, written as one pack by `git fast-import`
@@ -15,76 +16,129 @@ import { gitEnv, runGit, type GitResult } from './git-exec.ts';
  * index) ~0.6 s.
  *
  * What it records is what `git add -A` would: the files git lists as cached or untracked
- * and not ignored, regular files (executable or not) and symlinks (as links); anything
- * else (a FIFO, a socket) is left out, as git leaves it. A file changed while it is read
- * is recorded as read; the refresh then finds it modified and the next commit takes it.
- * Runs in the git runner's process (git-process.ts) at its low priority.
+ * and not ignored, regular files (executable when the owner may run them, as git tests)
+ * and symlinks (as links); anything else (a FIFO, a socket) is left out, as git leaves it.
+ * Where git would transform or link something (gitattributes that apply to any file:
+ * filters, eol; core.autocrlf; a nested repository), it declines (`exitCode` 2) and the
+ * caller adds and commits as usual. A file changed while it is read is recorded as read;
+ * the refresh then finds it modified and the next commit takes it. Runs in the git
+ * runner's process (git-process.ts) at its low priority.
  */
 export async function importFirstCommit(root: string, message: string): Promise<GitResult> {
-  const head = await runGit(root, ['symbolic-ref', '-q', 'HEAD']);
-  const ident = await runGit(root, ['var', 'GIT_COMMITTER_IDENT']);
-  if (head.exitCode !== 0 || ident.exitCode !== 0) return failed(`cannot name the branch or the committer: ${(head.stderr || ident.stderr).trim()}`);
-  const listed = await runGit(root, ['ls-files', '-z', '--cached', '--others', '--exclude-standard']);
-  if (listed.exitCode !== 0) return failed(`git ls-files: ${listed.stderr.trim()}`);
-  const files = [...new Set(listed.stdout.split('\0').filter(Boolean))];
-  const child = execa('git', ['fast-import', '--quiet', '--done'], { cwd: root, env: gitEnv(), extendEnv: false, reject: false, stdin: 'pipe', cleanup: false });
+  const [head, committer, author, autocrlf] = await Promise.all([
+    runGit(root, ['symbolic-ref', '-q', 'HEAD']),
+    runGit(root, ['var', 'GIT_COMMITTER_IDENT']),
+    runGit(root, ['var', 'GIT_AUTHOR_IDENT']),
+    runGit(root, ['config', '--get', 'core.autocrlf']),
+  ]);
+  if (head.exitCode !== 0 || committer.exitCode !== 0 || author.exitCode !== 0) return failed(1, `cannot name the branch or the committer: ${(head.stderr || committer.stderr || author.stderr).trim()}`);
+  if (['true', 'input'].includes(autocrlf.stdout.trim().toLowerCase())) return failed(2, 'core.autocrlf converts line ends: left to git add');
+  const listed = await gitBytes(root, ['ls-files', '-z', '--cached', '--others', '--exclude-standard']);
+  if (listed.exitCode !== 0) return failed(1, `git ls-files: ${listed.stderr}`);
+  const files = splitNul(listed.stdout);
+  // A path ending in "/" is a nested repository, which add records as a gitlink.
+  if (files.some((f) => f[f.length - 1] === 0x2f)) return failed(2, 'a nested repository: left to git add');
+  const attributes = await gitBytes(root, ['check-attr', '-a', '-z', '--stdin'], Buffer.concat(files.flatMap((f) => [f, NUL])));
+  if (attributes.exitCode !== 0) return failed(1, `git check-attr: ${attributes.stderr}`);
+  if (attributes.stdout.length > 0) return failed(2, 'gitattributes apply to some files: left to git add');
+
+  const child = underHiveUmask(root, () =>
+    execa('git', ['fast-import', '--quiet', '--done'], { cwd: root, env: gitEnv(), extendEnv: false, reject: false, stdin: 'pipe', cleanup: false }),
+  );
   const out = child.stdin!;
+  out.on('error', () => undefined); // git gone (EPIPE): its exit code and stderr tell why
+  let exited = false;
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve())).then(() => {
+    exited = true;
+  });
   const write = async (chunk: string | Buffer) => {
-    if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
+    if (exited) throw new Error('git fast-import ended');
+    if (!out.write(chunk)) await Promise.race([once(out, 'drain'), gone]);
   };
-  const entries: string[] = [];
+  const entries: Buffer[] = [];
   try {
     for (const file of files) {
-      const blob = readEntry(path.join(root, file));
+      const blob = readEntry(Buffer.concat([Buffer.from(`${root}${path.sep}`), file]));
       if (!blob) continue;
       const mark = entries.length + 1;
       await write(`blob\nmark :${mark}\ndata ${blob.data.length}\n`);
       await write(blob.data);
       await write('\n');
-      entries.push(`M ${blob.mode} :${mark} ${quotePath(file)}\n`);
+      entries.push(Buffer.concat([Buffer.from(`M ${blob.mode} :${mark} `), quotePath(file), Buffer.from('\n')]));
     }
     const text = Buffer.from(`${message}\n`);
-    await write(`commit ${head.stdout.trim()}\ncommitter ${ident.stdout.trim()}\ndata ${text.length}\n`);
+    await write(`commit ${head.stdout.trim()}\nauthor ${author.stdout.trim()}\ncommitter ${committer.stdout.trim()}\ndata ${text.length}\n`);
     await write(text);
     for (const e of entries) await write(e);
     await write('\ndone\n');
   } catch {
-    // git went away (its stderr says why, below)
+    // git went away: its stderr says why, below
   }
   out.end();
   const r = await child;
-  if (r.exitCode !== 0) return failed(`git fast-import: ${String(r.stderr ?? r.message).trim()}`);
+  if (r.exitCode !== 0) return failed(1, `git fast-import: ${String(r.stderr || r.message).trim()}`);
   // The index as that commit, then each entry's stat data (without it every later `git
-  // add` would hash every file again).
+  // add` would hash every file again). The commit stands either way: a failure here only
+  // leaves the next add more to hash.
   const read = await runGit(root, ['read-tree', 'HEAD']);
-  if (read.exitCode !== 0) return failed(`git read-tree: ${read.stderr.trim()}`);
-  await runGit(root, ['update-index', '-q', '--refresh']); // exit 1: files changed since they were read
-  return { exitCode: 0, stdout: `${entries.length} files\n`, stderr: '' };
+  if (read.exitCode === 0) await runGit(root, ['update-index', '-q', '--refresh']); // exit 1: files changed since they were read
+  return { exitCode: 0, stdout: `${entries.length} files\n`, stderr: read.exitCode === 0 ? '' : `index not refreshed: ${read.stderr.trim()}` };
 }
 
-/** A file as git records it: content and mode, or null for what git leaves out. */
-function readEntry(file: string): { mode: string; data: Buffer } | null {
+const NUL = Buffer.from([0]);
+
+function splitNul(buf: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let start = 0; start < buf.length; ) {
+    const end = buf.indexOf(0, start);
+    const stop = end < 0 ? buf.length : end;
+    if (stop > start) out.push(buf.subarray(start, stop));
+    start = stop + 1;
+  }
+  return out;
+}
+
+/**
+ * A file as git records it: content and mode, or null for what git leaves out. `file` is
+ * its path as bytes (a name need not be UTF-8; fs takes the Buffer as it is).
+ */
+function readEntry(file: Buffer): { mode: string; data: Buffer } | null {
   try {
-    const st = fs.lstatSync(file);
-    if (st.isSymbolicLink()) return { mode: '120000', data: Buffer.from(fs.readlinkSync(file)) };
-    if (!st.isFile()) return null;
+    if (fs.lstatSync(file).isSymbolicLink()) return { mode: '120000', data: fs.readlinkSync(file, 'buffer') };
     const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
     try {
-      return { mode: (st.mode & 0o111) !== 0 ? '100755' : '100644', data: fs.readFileSync(fd) };
+      const st = fs.fstatSync(fd); // the mode of what is read, not of what was there before
+      if (!st.isFile()) return null;
+      return { mode: (st.mode & 0o100) !== 0 ? '100755' : '100644', data: fs.readFileSync(fd) };
     } finally {
       fs.closeSync(fd);
     }
   } catch {
-    return null; // gone since git listed it
+    return null; // gone since git listed it, or replaced by something git would not record
   }
 }
 
-/** A path as fast-import reads it: C-style quoted when it holds a quote, a backslash, a newline or starts with a quote. */
-export function quotePath(p: string): string {
-  if (!/["\\\n]/.test(p)) return p;
-  return `"${p.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+/**
+ * A path as fast-import reads it: C-style quoted when it holds a newline or starts with a
+ * double quote (anything else, spaces included, is taken as written).
+ */
+export function quotePath(p: Buffer | string): Buffer {
+  const b = typeof p === 'string' ? Buffer.from(p) : p;
+  if (b.indexOf(0x0a) < 0 && b[0] !== 0x22) return b;
+  const parts: Buffer[] = [Buffer.from('"')];
+  for (const byte of b) parts.push(byte === 0x0a ? Buffer.from('\\n') : byte === 0x22 ? Buffer.from('\\"') : byte === 0x5c ? Buffer.from('\\\\') : Buffer.from([byte]));
+  parts.push(Buffer.from('"'));
+  return Buffer.concat(parts);
 }
 
-function failed(stderr: string): GitResult {
-  return { exitCode: 1, stdout: '', stderr };
+/** git with bytes in and out (paths that need not be UTF-8). */
+async function gitBytes(root: string, args: string[], input?: Buffer): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
+  const r = await underHiveUmask(root, () =>
+    execa('git', args, { cwd: root, env: gitEnv(), extendEnv: false, reject: false, encoding: 'buffer', cleanup: false, ...(input ? { input } : { stdin: 'ignore' as const }) }),
+  );
+  return { exitCode: r.exitCode ?? 1, stdout: Buffer.from(r.stdout as Uint8Array), stderr: Buffer.from(r.stderr as Uint8Array).toString().trim() };
+}
+
+function failed(exitCode: number, stderr: string): GitResult {
+  return { exitCode, stdout: '', stderr };
 }

@@ -45,13 +45,8 @@ export interface GitResult {
  * @example const r = await runGit(root, ['rev-list', '--count', 'HEAD']);
  */
 export async function runGit(root: string, args: string[], options: { input?: string } = {}): Promise<GitResult> {
-  // git creates some files with the umask whatever core.sharedRepository says
-  // (COMMIT_EDITMSG): it starts under the hive's own (src/fs/modes.ts). A child takes the
-  // umask when it is spawned, which execa does before it returns the promise.
-  const previous = isMainThread ? process.umask(sharedWithGroup(root) ? 0o027 : 0o077) : null;
-  let child;
-  try {
-    child = execa('git', args, {
+  const child = underHiveUmask(root, () =>
+    execa('git', args, {
       cwd: root,
       env: gitEnv(),
       extendEnv: false,
@@ -62,11 +57,23 @@ export async function runGit(root: string, args: string[], options: { input?: st
       // CLI handles itself: `hive start` would die on Ctrl-C while a commit runs.)
       cleanup: false,
       ...(options.input !== undefined ? { input: options.input } : { stdin: 'ignore' as const }),
-    });
-  } finally {
-    if (previous !== null) process.umask(previous);
-  }
+    }),
+  );
   const r = await child;
   if (r.failed && r.exitCode === undefined) throw new Error(`git ${args[0]} could not run: ${r.message}`);
   return { exitCode: r.exitCode ?? 1, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? '') };
+}
+
+/**
+ * Starts a git child under the hive's own umask: git creates some files with the umask
+ * whatever core.sharedRepository says (COMMIT_EDITMSG, a pack's temp files). A child takes
+ * the umask when it is spawned, which execa does before it returns.
+ */
+export function underHiveUmask<T>(root: string, spawn: () => T): T {
+  const previous = isMainThread ? process.umask(sharedWithGroup(root) ? 0o027 : 0o077) : null;
+  try {
+    return spawn();
+  } finally {
+    if (previous !== null) process.umask(previous);
+  }
 }

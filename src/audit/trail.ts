@@ -45,6 +45,8 @@ export class AuditTrail {
   private closing = false;
   /** Commits made by this trail (for tests and status). */
   commits = 0;
+  /** The repository has a commit (known once seen: the first commit is the only one imported). */
+  private hasHead = false;
 
   constructor(
     readonly root: string,
@@ -144,7 +146,8 @@ export class AuditTrail {
     const { subject, body } = describe(reasons);
     const r = await firstCommit(this.root, `${subject}\n\n${body}`);
     if (r === null) return false;
-    if (r.exitCode !== 0) appendEvent(this.root, { type: 'audit.import-failed', error: r.stderr.trim() });
+    // 2: the import declined (gitattributes, autocrlf, a nested repository: git add knows best).
+    if (r.exitCode === 1) appendEvent(this.root, { type: 'audit.import-failed', error: r.stderr.trim() });
     return r.exitCode === 0;
   }
 
@@ -177,7 +180,8 @@ export class AuditTrail {
       // A repository without a commit yet (a new hive, all its agents' files at once) gets
       // its first commit as one pack (src/audit/first-commit.ts); if that cannot be done,
       // the usual add and commit.
-      const imported = (await git(this.root, ['rev-parse', '--verify', '-q', 'HEAD'])).exitCode !== 0 && (await this.importFirst(reasons));
+      this.hasHead ||= (await git(this.root, ['rev-parse', '--verify', '-q', 'HEAD'])).exitCode === 0;
+      const imported = !this.hasHead && (await this.importFirst(reasons));
       if (!imported) {
         const add = await git(this.root, ['add', '-A']);
         if (add.exitCode !== 0) throw new Error(`git add: ${add.stderr.trim()}`);

@@ -140,7 +140,7 @@ async function answerFor(root: string, e: HookEvent, options: HooksOptions, inbo
       if (!options.isPassive(e.agent_id)) return { ok: true };
       const previous = pendingAck(root, e.agent_id);
       if (e.stop_hook_active && previous) await acknowledge(root, e.agent_id, previous, options, inbox);
-      const entries = await inbox.unread(e.agent_id, 50);
+      const entries = await inbox.unread(e.agent_id, 50, { passRepeats: true }); // passive: checked above
       if (entries.length === 0) {
         if (previous) setPendingAck(root, e.agent_id, null);
         return { ok: true };

@@ -87,11 +87,11 @@ export interface InboxView {
   messages: { seq: number; ack: string; message: HiveMessage }[];
 }
 
-/** The agent's unprocessed messages, in order (nothing moves). */
+/** The agent's unprocessed messages, in order (none is marked handled; for an agent without an actor, repeated copies with nothing after them are passed). */
 export async function checkInbox(s: McpScope, input: { limit?: number | undefined; agent?: string | undefined } = {}): Promise<InboxView> {
   refuseOther(s, input.agent);
   const cursor = await s.inbox.cursor(s.agent);
-  const entries = await s.inbox.unread(s.agent, input.limit ?? 20);
+  const entries = await s.inbox.unread(s.agent, input.limit ?? 20, { passRepeats: isPassive(s) });
   return { cursor, messages: entries.map((e) => ({ seq: e.seq, ack: `${s.agent}:${e.seq}`, message: e.message })) };
 }
 

@@ -16,8 +16,13 @@ import type { Transport } from './transport.ts';
 export interface ExternalInbox {
   /** The committed cursor: the last seq acknowledged. */
   cursor(agent: string): Promise<number>;
-  /** Entries after the committed cursor, up to `limit` (a repeated copy of a message is left out). */
-  unread(agent: string, limit: number): Promise<InboxEntry[]>;
+  /**
+   * Entries after the committed cursor, up to `limit` (a repeated copy of a message is left
+   * out). `passRepeats`, for an agent no actor of Hive's runs (the caller checked): when
+   * nothing but repeated copies follows the cursor, the cursor is moved past them, as an
+   * agent passes them (best effort: a failure leaves them for the next look).
+   */
+  unread(agent: string, limit: number, options?: { passRepeats?: boolean }): Promise<InboxEntry[]>;
   /** The message with this id the agent received (handled or not), or null. */
   find(agent: string, id: string): Promise<HiveMessage | null>;
   /**
@@ -41,13 +46,14 @@ export function externalInbox(root: string): ExternalInbox {
       const c = cluster();
       return c ? (await c).cursor(agent) : committedCursor(root, agent);
     },
-    async unread(agent, limit) {
+    async unread(agent, limit, options = {}) {
       const c = cluster();
       if (!c) return readInbox(root, agent, committedCursor(root, agent), limit).entries;
       const t = await c;
       // A repeated copy of a message (marked by the transport) is not shown: acknowledging
       // the next message moves the cursor past it too, and copies with nothing after them
-      // are acknowledged here, as an agent passes them (else the depth would show them).
+      // are passed here for an agent without an actor (else the depth would show them; an
+      // actor's own cursor moves only with its turns).
       const out: InboxEntry[] = [];
       const cursor = await t.cursor(agent);
       let after = cursor;
@@ -57,7 +63,7 @@ export function externalInbox(root: string): ExternalInbox {
         out.push(...entries.filter((e) => !e.duplicate));
         after = entries.at(-1)!.seq;
       }
-      if (out.length === 0 && after > cursor) await acknowledgeInCluster(t, agent, after);
+      if (options.passRepeats && out.length === 0 && after > cursor) await acknowledgeInCluster(t, agent, after).catch(() => undefined);
       return out;
     },
     async find(agent, id) {

@@ -175,7 +175,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
       return outcomes;
     },
     async read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]> {
-      return readerOf(recipient).readRejecting(afterSeq, limit);
+      return readerOf(recipient).readRejecting(afterSeq, limit, { viewer: true });
     },
     async cursor(recipient: string) {
       return committedCursor(root, recipient);

@@ -118,17 +118,19 @@ export class InboxReader {
 
   /**
    * Entries after `afterSeq`; lines that are not valid entries go to dead-letter with their
-   * reason. A copy that cannot be written (a viewer of a hive it may not write, a
-   * `dead-letter` that is no folder) does not fail the read: the line stays in the log,
-   * left out of the entries, and is copied by a later read that can.
+   * reason (an agent's read: a copy that cannot be written fails it, and the full-disk
+   * machinery waits and tries again). `viewer`: a read to show the inbox (the inspector,
+   * `hive inbox`, the chaos checks), which a copy that cannot be written (a hive the viewer
+   * may not write) does not fail: the line stays in the log, left out of the entries, for
+   * the agent's own read to copy.
    */
-  readRejecting(afterSeq: number, limit = Infinity): InboxEntry[] {
+  readRejecting(afterSeq: number, limit = Infinity, options: { viewer?: boolean } = {}): InboxEntry[] {
     const { entries, rejected } = this.read(afterSeq, limit);
     for (const r of rejected) {
       try {
         deadLetterLine(this.root, this.agentId, r);
-      } catch {
-        // kept in the log: nothing is lost
+      } catch (err) {
+        if (!options.viewer) throw err;
       }
     }
     return entries;

@@ -555,7 +555,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     let marker = this.repeats.get(recipient);
     if (!marker) this.repeats.set(recipient, (marker = new RepeatMarker()));
     const gap = marker.gapBefore(afterSeq);
-    if (gap) marker.seed(await this.readStored(recipient, gap.from - 1, gap.to - gap.from + 1), gap);
+    if (gap) marker.seed(await this.readRange(recipient, gap.from, gap.to), gap);
     return marker.mark(entries, afterSeq);
   }
 
@@ -567,39 +567,55 @@ class JetStreamTransportImpl implements JetStreamTransport {
   /** The inbox's entries after `afterSeq` as stored (up to `limit`). */
   async readStored(recipient: string, afterSeq: number, limit = Infinity): Promise<InboxEntry[]> {
     const stream = this.inboxStream(recipient);
-    const get = (seq: number) => this.jsm.streams.getMessage(stream, { seq }).catch((err) => (isNotFound(err) ? null : Promise.reject(err)));
-    let upTo: number;
-    const got: StoredMsg[] = [];
-    let window = READ_WINDOW;
-    const limited = Number.isFinite(limit);
-    if (limited) {
-      // An agent's turn: the first entry alone (an idle inbox costs one request), then
-      // windows growing from 4 (one request in flight costs two round trips, a backlog few).
-      // The first is the next message at or after the cursor, not a get of cursor+1: a seq
-      // missing there (deleted by hand) would otherwise stop the reader for good.
-      const first = await this.nextOn(stream, this.inboxSubject(recipient), afterSeq + 1);
-      if (!first) return [];
-      got.push(first);
-      upTo = first.seq + limit - 1;
-      window = 4;
-    } else {
+    if (!Number.isFinite(limit)) {
+      let last: number;
       try {
-        upTo = (await this.jsm.streams.info(stream)).state.last_seq;
+        last = (await this.jsm.streams.info(stream)).state.last_seq;
       } catch (err) {
         if (isNotFound(err)) return [];
         throw err;
       }
+      return this.readRange(recipient, afterSeq + 1, last);
     }
-    // At most READ_WINDOW gets in flight: thousands at once would outrun their timeouts. A
-    // missing seq amid others is a hole (read past); a limited read ends at a window whose
-    // last seq is missing (the inbox's end, or a hole the next read's first request skips).
-    for (let from = (got.at(-1)?.seq ?? afterSeq) + 1, ended = false; from <= upTo && !ended; from += window, window = Math.min(READ_WINDOW, window * 4)) {
+    // An agent's turn: the first entry alone (an idle inbox costs one request), then
+    // windows growing from 4 (one request in flight costs two round trips, a backlog few).
+    // The first is the next message at or after the cursor, not a get of cursor+1: a seq
+    // missing there (deleted by hand) would otherwise stop the reader for good. One request
+    // is consistent (the stream stores seqs in order); the gets of a window run in parallel,
+    // so a missing seq in one may be a publish not stored yet that a later seq's get found
+    // stored: the window ends there, and the next read's first request steps over a real hole.
+    const first = await this.nextOn(stream, this.inboxSubject(recipient), afterSeq + 1);
+    if (!first) return [];
+    const got: StoredMsg[] = [first];
+    const upTo = first.seq + limit - 1;
+    for (let from = first.seq + 1, window = 4; from <= upTo; from += window, window = Math.min(READ_WINDOW, window * 4)) {
       const seqs = Array.from({ length: Math.min(window, upTo - from + 1) }, (_, i) => from + i);
-      const batch = await Promise.all(seqs.map(get));
-      for (const m of batch) if (m) got.push(m);
-      ended = limited && batch.at(-1) === null;
+      const batch = await Promise.all(seqs.map((seq) => this.getStored(stream, seq)));
+      const missing = batch.indexOf(null);
+      got.push(...(batch.slice(0, missing < 0 ? batch.length : missing) as StoredMsg[]));
+      if (missing >= 0) break;
     }
     return this.entriesOf(recipient, got.map((m) => ({ seq: m.seq, subject: m.subject, data: m.data })));
+  }
+
+  /**
+   * The inbox's entries with seqs `from`…`to`, all known to be stored (at or below a last
+   * seq the stream reported, or before an entry already read): a missing one is a hole,
+   * read past. At most READ_WINDOW gets in flight (thousands at once would outrun their
+   * timeouts).
+   */
+  async readRange(recipient: string, from: number, to: number): Promise<InboxEntry[]> {
+    const stream = this.inboxStream(recipient);
+    const got: StoredMsg[] = [];
+    for (let at = Math.max(1, from); at <= to; at += READ_WINDOW) {
+      const seqs = Array.from({ length: Math.min(READ_WINDOW, to - at + 1) }, (_, i) => at + i);
+      for (const m of await Promise.all(seqs.map((seq) => this.getStored(stream, seq)))) if (m) got.push(m);
+    }
+    return this.entriesOf(recipient, got.map((m) => ({ seq: m.seq, subject: m.subject, data: m.data })));
+  }
+
+  private getStored(stream: string, seq: number): Promise<StoredMsg | null> {
+    return this.jsm.streams.getMessage(stream, { seq }).catch((err) => (isNotFound(err) ? null : Promise.reject(err)));
   }
 
   /** Inbox messages as entries; one that is not a valid message is dead-lettered (its seq stays a gap). */

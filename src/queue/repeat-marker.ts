@@ -47,18 +47,17 @@ export class RepeatMarker {
 
   /** Remembers the entries of a seed (seqs `from`…`to`, nothing returned). */
   seed(entries: InboxEntry[], range: { from: number; to: number }): void {
+    this.cover(range.from, range.to); // first: an id forgotten while remembering uncovers its seq
     for (const e of entries) this.remember(e);
-    this.cover(range.from, range.to);
   }
 
   /** `entries`, read after `afterSeq`, with each repeat of an id seen at an earlier seq marked `duplicate`. */
   mark(entries: InboxEntry[], afterSeq: number): InboxEntry[] {
-    const out = entries.map((e) => {
+    if (entries.length > 0) this.cover(afterSeq + 1, entries.at(-1)!.seq); // first, as in seed
+    return entries.map((e) => {
       const first = this.remember(e);
-      return first !== e.seq ? { ...e, duplicate: true as const } : e;
+      return first !== e.seq ? Object.assign({}, e, { duplicate: true as const }) : e;
     });
-    if (entries.length > 0) this.cover(afterSeq + 1, entries.at(-1)!.seq);
-    return out;
   }
 
   /** Records `e` (unless its id is known) and returns the seq of its id's first copy. */
@@ -66,8 +65,22 @@ export class RepeatMarker {
     const first = this.first.get(e.id);
     if (first !== undefined && first <= e.seq) return first;
     this.first.set(e.id, e.seq);
-    if (this.first.size > REMEMBERED) this.first.delete(this.first.keys().next().value!);
+    if (this.first.size > REMEMBERED) {
+      // The oldest id is forgotten, and so is its seq's place among those seen: a later
+      // read from below it looks there again instead of missing a repeat of it.
+      const [id, seq] = this.first.entries().next().value!;
+      this.first.delete(id);
+      this.uncover(seq);
+    }
     return e.seq;
+  }
+
+  /** Takes `seq` out of the runs seen (splitting the run that holds it). */
+  private uncover(seq: number): void {
+    this.seen = this.seen.flatMap(([a, b]): [number, number][] => {
+      if (seq < a || seq > b) return [[a, b]];
+      return ([[a, seq - 1], [seq + 1, b]] as [number, number][]).filter(([x, y]) => x <= y);
+    });
   }
 
   /** Adds seqs `from`…`to` to the runs seen, merging the runs they touch. */

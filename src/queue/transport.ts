@@ -38,7 +38,11 @@ export interface Transport {
    * thread instead of going through a thread pool and back.
    */
   deliver(recipient: string, messages: HiveMessage[], options?: DeliverOptions): Promise<DeliveryOutcome[]>;
-  /** Delivered entries with seq > afterSeq, in order; invalid entries are dead-lettered. */
+  /**
+   * Delivered entries with seq > afterSeq, in order, for those who look at an inbox (an
+   * agent reads through its link): invalid entries are dead-lettered when that can be
+   * written, else left in the inbox and out of the answer.
+   */
   read(recipient: string, afterSeq: number, limit?: number): Promise<InboxEntry[]>;
   /** The recipient's committed cursor: the last seq its last commit handled (0 before any). */
   cursor(recipient: string): Promise<number>;
