@@ -345,6 +345,34 @@ describe('the commit log (state.wal)', () => {
 });
 
 describe('the start-up sweep', () => {
+  it("brings each inbox's .synced up to its last whole valid entry, whatever the segment's end holds (the common end read from its tail only)", async () => {
+    const { reconcileInbox } = await import('../src/queue/inbox-writer.ts');
+    const { readSynced } = await import('../src/queue/inbox-log.ts');
+    const root = await hiveWith('a', 'b');
+    const inbox = agentPaths(root, 'b').inbox;
+    const seg = path.join(inbox, '000000000001.jsonl');
+    const t = createFsTransport(root);
+    // Lines long enough that the segment is bigger than the 64 KiB tail read.
+    await t.deliver('b', Array.from({ length: 40 }, (_, i) => createMessage({ from: 'a', to: 'b', act: 'inform', body: `${i} ${'x'.repeat(3_000)}` })));
+    t.close();
+    const setSynced = (seq: number) => fs.writeFileSync(path.join(inbox, '.synced'), JSON.stringify({ seq }));
+    const whole = fs.readFileSync(seg);
+    const cases: [string, number, Buffer, number][] = [
+      ['marked through its last entry', 40, whole, 40],
+      ['two whole entries past the mark (a power cut after the flush, before the marker)', 38, whole, 40],
+      ['a torn last line (never marked)', 39, whole.subarray(0, whole.length - 10), 39],
+      ['a whole line of junk at the end', 40, Buffer.concat([whole, Buffer.from('junk written by hand\n')]), 40],
+      ['a line longer than the tail read', 40, Buffer.concat([whole, Buffer.from(encodeEntryLine(41, createMessage({ from: 'a', to: 'b', act: 'inform', body: 'y'.repeat(70_000) })))]), 41],
+      ['no mark at all', 0, whole, 40],
+    ];
+    for (const [what, synced, content, expected] of cases) {
+      fs.writeFileSync(seg, content);
+      setSynced(synced);
+      expect(reconcileInbox(root, 'b'), what).toBe(expected);
+      expect(readSynced(inbox), what).toBe(expected);
+    }
+  });
+
   it("takes a dead process's lock intents and temp files from the palace too (a supervisor killed mid-mine left one there)", async () => {
     const { fastConfig, startHive } = await import('./helpers/hive.ts');
     const root = tempRoot();

@@ -4,7 +4,7 @@ import { agentPaths } from '../layout/paths.ts';
 import { fsyncDirAsync, syncFd, syncFdAsync } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
-import { isRealDirectory } from '../fs/regular-file.ts';
+import { isRealDirectory, openRegular } from '../fs/regular-file.ts';
 import { MarkerFile } from '../fs/marker.ts';
 import { hiveModes } from '../fs/modes.ts';
 import { appendEvent } from '../log/event-log.ts';
@@ -286,7 +286,9 @@ export function reconcileInbox(root: string, agentId: string): number {
   const synced = readSynced(dir);
   const last = listSegments(dir).segments.filter(isRealSegment).at(-1);
   if (!last) return synced;
-  const lines = splitLines(readSegmentFrom(last.file, 0, `agents/${agentId}/inbox/${last.name}`), 0, last.first);
+  const where = `agents/${agentId}/inbox/${last.name}`;
+  if (endsWithSeq(last.file, synced, where)) return synced;
+  const lines = splitLines(readSegmentFrom(last.file, 0, where), 0, last.first);
   let end = synced;
   for (let i = lines.length - 1; i >= 0; i--) {
     if (lines[i]!.seq <= synced) break;
@@ -307,6 +309,38 @@ export function reconcileInbox(root: string, agentId: string): number {
   marker.close();
   appendEvent(root, { type: 'inbox.synced-recovered', agent: agentId, from: synced, to: end });
   return end;
+}
+
+/** How much of a segment's end `endsWithSeq` reads. */
+const TAIL_BYTES = 64 * 1024;
+
+/**
+ * True when a segment's last line is whole and the valid entry of `seq`: the common case
+ * at a start (the router flushed and marked its last batch), told from the segment's last
+ * 64 KiB instead of a read of all of it (up to `segmentBytes` per inbox, at every start).
+ * False for anything else, which the full read then decides.
+ */
+function endsWithSeq(file: string, seq: number, where: string): boolean {
+  if (seq <= 0) return false;
+  const { fd, stats } = openRegular(file, where);
+  let tail: Buffer;
+  try {
+    const length = Math.min(stats.size, TAIL_BYTES);
+    tail = Buffer.allocUnsafe(length);
+    let got = 0;
+    while (got < length) {
+      const n = fs.readSync(fd, tail, got, length - got, stats.size - length + got);
+      if (n === 0) break;
+      got += n;
+    }
+    tail = tail.subarray(0, got);
+  } finally {
+    fs.closeSync(fd);
+  }
+  if (tail.length === 0 || tail[tail.length - 1] !== 10) return false;
+  const start = tail.lastIndexOf(10, tail.length - 2) + 1;
+  if (start === 0 && tail.length === TAIL_BYTES) return false; // a line longer than the tail read
+  return decodeEntryLine(tail.toString('utf8', start, tail.length - 1), seq, where).ok;
 }
 
 function writeAll(fd: number, data: Buffer, position: number): void {
