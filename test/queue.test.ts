@@ -346,7 +346,7 @@ describe('the commit log (state.wal)', () => {
 
 describe('the start-up sweep', () => {
   it("brings each inbox's .synced up to its last whole valid entry, whatever the segment's end holds (the common end read from its tail only)", async () => {
-    const { reconcileInbox } = await import('../src/queue/inbox-writer.ts');
+    const { reconcileInbox } = await import('../src/queue/inbox-reconcile.ts');
     const { readSynced } = await import('../src/queue/inbox-log.ts');
     const root = await hiveWith('a', 'b');
     const inbox = agentPaths(root, 'b').inbox;

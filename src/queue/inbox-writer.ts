@@ -4,7 +4,7 @@ import { agentPaths } from '../layout/paths.ts';
 import { fsyncDirAsync, syncFd, syncFdAsync } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
-import { isRealDirectory, openRegular } from '../fs/regular-file.ts';
+import { isRealDirectory } from '../fs/regular-file.ts';
 import { MarkerFile } from '../fs/marker.ts';
 import { hiveModes } from '../fs/modes.ts';
 import { appendEvent } from '../log/event-log.ts';
@@ -12,7 +12,7 @@ import { crashPoint } from '../testing/crash-point.ts';
 import { plantActive } from '../testing/seams.ts';
 import { committedCursor } from './committed-cursor.ts';
 import { deadLetterData } from './dead-letter.ts';
-import { decodeEntryLine, encodeEntryLine, isRealSegment, listSegments, readSegmentFrom, readSynced, segmentName, splitLines, SYNCED_NAME, type Segment } from './inbox-log.ts';
+import { decodeEntryLine, encodeEntryLine, isRealSegment, listSegments, readSegmentFrom, segmentName, splitLines, SYNCED_NAME, type Segment } from './inbox-log.ts';
 
 /**
  * The writing side of the inbox logs (docs/architecture.md, "Inbox logs"). The router is
@@ -270,77 +270,6 @@ export class InboxWriter {
     this.synced.close();
     this.opened = false;
   }
-}
-
-/**
- * Start-up recovery of one inbox log, before any router runs (supervisor start): when the
- * log holds whole valid entries past `.synced` (a router killed between its flush and the
- * marker, or a power cut that kept the log but not the marker, which is never flushed), the
- * last segment is flushed and `.synced` moved up to them. Without this, entries whose
- * senders were settled already would stay unread until the next delivery to that inbox.
- * Returns the seq `.synced` names afterwards.
- */
-export function reconcileInbox(root: string, agentId: string): number {
-  const dir = agentPaths(root, agentId).inbox;
-  if (!isRealDirectory(dir)) return 0;
-  const synced = readSynced(dir);
-  const last = listSegments(dir).segments.filter(isRealSegment).at(-1);
-  if (!last) return synced;
-  const where = `agents/${agentId}/inbox/${last.name}`;
-  if (endsWithSeq(last.file, synced, where)) return synced;
-  const lines = splitLines(readSegmentFrom(last.file, 0, where), 0, last.first);
-  let end = synced;
-  for (let i = lines.length - 1; i >= 0; i--) {
-    if (lines[i]!.seq <= synced) break;
-    if (decodeEntryLine(lines[i]!.text, lines[i]!.seq, last.name).ok) {
-      end = lines[i]!.seq;
-      break;
-    }
-  }
-  if (end <= synced) return synced;
-  const fd = fs.openSync(last.file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-  try {
-    if (fs.fstatSync(fd).isFile()) fs.fdatasyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  const marker = new MarkerFile(path.join(dir, SYNCED_NAME), 64);
-  marker.write({ seq: end });
-  marker.close();
-  appendEvent(root, { type: 'inbox.synced-recovered', agent: agentId, from: synced, to: end });
-  return end;
-}
-
-/** How much of a segment's end `endsWithSeq` reads. */
-const TAIL_BYTES = 64 * 1024;
-
-/**
- * True when a segment's last line is whole and the valid entry of `seq`: the common case
- * at a start (the router flushed and marked its last batch), told from the segment's last
- * 64 KiB instead of a read of all of it (up to `segmentBytes` per inbox, at every start).
- * False for anything else, which the full read then decides.
- */
-function endsWithSeq(file: string, seq: number, where: string): boolean {
-  if (seq <= 0) return false;
-  const { fd, stats } = openRegular(file, where);
-  let tail: Buffer;
-  try {
-    const length = Math.min(stats.size, TAIL_BYTES);
-    tail = Buffer.allocUnsafe(length);
-    let got = 0;
-    while (got < length) {
-      const n = fs.readSync(fd, tail, got, length - got, stats.size - length + got);
-      if (n === 0) break;
-      got += n;
-    }
-    tail = tail.subarray(0, got);
-  } finally {
-    fs.closeSync(fd);
-  }
-  if (tail.length === 0 || tail[tail.length - 1] !== 10) return false;
-  const start = tail.lastIndexOf(10, tail.length - 2) + 1;
-  if (start === 0 && tail.length === TAIL_BYTES) return false; // a line longer than the tail read
-  return decodeEntryLine(tail.toString('utf8', start, tail.length - 1), seq, where).ok;
 }
 
 function writeAll(fd: number, data: Buffer, position: number): void {

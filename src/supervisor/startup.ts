@@ -8,7 +8,7 @@ import { createMessage, type HiveMessage } from '../protocol/message.ts';
 import { stableId } from '../protocol/ids.ts';
 import { writeOutbox } from '../queue/outbox.ts';
 import { migrateInbox } from '../queue/inbox-migrate.ts';
-import { reconcileInbox } from '../queue/inbox-writer.ts';
+import { reconcileInbox } from '../queue/inbox-reconcile.ts';
 
 /**
  * Startup sweep: temp files left by a crash, in every folder Hive writes atomically, and
