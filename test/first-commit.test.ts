@@ -67,6 +67,21 @@ describe('the audit trail\'s first commit as one pack', () => {
     expect((await git(root, ['status', '--porcelain'])).stdout.trim()).toBe('M agents/agent-3/memory.md');
   });
 
+  it('a commit whose index was never refreshed (the runner killed between the import and read-tree) stands: the next commit finds nothing to record, and the index is whole again', async () => {
+    const root = tempDir('first-commit-');
+    await ensureRepo(root);
+    plantTree(root);
+    expect((await importFirstCommit(root, 'first')).exitCode).toBe(0);
+    fs.rmSync(path.join(root, '.git', 'index')); // as if read-tree never ran
+    const trail = new AuditTrail(root, { intervalMs: 60_000 });
+    await trail.start();
+    await trail.flush();
+    await trail.close();
+    expect((await git(root, ['rev-list', '--count', 'HEAD'])).stdout.trim()).toBe('1');
+    expect((await git(root, ['status', '--porcelain'])).stdout).toBe('');
+    expect(readLog(root).filter((e) => e.type === 'audit.failed')).toEqual([]);
+  });
+
   it('paths are quoted for fast-import only when they must be', () => {
     expect(quotePath('agents/a-1/memory.md').toString()).toBe('agents/a-1/memory.md');
     expect(quotePath('with space "and" quotes\\.md').toString()).toBe('with space "and" quotes\\.md');

@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { once } from 'node:events';
-import { execa } from 'execa';
-import { gitEnv, runGit, underHiveUmask, type GitResult } from './git-exec.ts';
+import { runGit, runGitBytes, startGit, type GitResult } from './git-exec.ts';
 
 /**
  * The audit trail's first commit of a hive, written as one pack by `git fast-import`
@@ -33,18 +32,16 @@ export async function importFirstCommit(root: string, message: string): Promise<
   ]);
   if (head.exitCode !== 0 || committer.exitCode !== 0 || author.exitCode !== 0) return failed(1, `cannot name the branch or the committer: ${(head.stderr || committer.stderr || author.stderr).trim()}`);
   if (['true', 'input'].includes(autocrlf.stdout.trim().toLowerCase())) return failed(2, 'core.autocrlf converts line ends: left to git add');
-  const listed = await gitBytes(root, ['ls-files', '-z', '--cached', '--others', '--exclude-standard']);
+  const listed = await runGitBytes(root, ['ls-files', '-z', '--cached', '--others', '--exclude-standard']);
   if (listed.exitCode !== 0) return failed(1, `git ls-files: ${listed.stderr}`);
   const files = splitNul(listed.stdout);
   // A path ending in "/" is a nested repository, which add records as a gitlink.
   if (files.some((f) => f[f.length - 1] === 0x2f)) return failed(2, 'a nested repository: left to git add');
-  const attributes = await gitBytes(root, ['check-attr', '-a', '-z', '--stdin'], Buffer.concat(files.flatMap((f) => [f, NUL])));
+  const attributes = await runGitBytes(root, ['check-attr', '-a', '-z', '--stdin'], Buffer.concat(files.flatMap((f) => [f, NUL])));
   if (attributes.exitCode !== 0) return failed(1, `git check-attr: ${attributes.stderr}`);
   if (attributes.stdout.length > 0) return failed(2, 'gitattributes apply to some files: left to git add');
 
-  const child = underHiveUmask(root, () =>
-    execa('git', ['fast-import', '--quiet', '--done'], { cwd: root, env: gitEnv(), extendEnv: false, reject: false, stdin: 'pipe', cleanup: false }),
-  );
+  const child = startGit(root, ['fast-import', '--quiet', '--done'], { stdin: 'pipe' });
   const out = child.stdin!;
   out.on('error', () => undefined); // git gone (EPIPE): its exit code and stderr tell why
   let exited = false;
@@ -129,14 +126,6 @@ export function quotePath(p: Buffer | string): Buffer {
   for (const byte of b) parts.push(byte === 0x0a ? Buffer.from('\\n') : byte === 0x22 ? Buffer.from('\\"') : byte === 0x5c ? Buffer.from('\\\\') : Buffer.from([byte]));
   parts.push(Buffer.from('"'));
   return Buffer.concat(parts);
-}
-
-/** git with bytes in and out (paths that need not be UTF-8). */
-async function gitBytes(root: string, args: string[], input?: Buffer): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
-  const r = await underHiveUmask(root, () =>
-    execa('git', args, { cwd: root, env: gitEnv(), extendEnv: false, reject: false, encoding: 'buffer', cleanup: false, ...(input ? { input } : { stdin: 'ignore' as const }) }),
-  );
-  return { exitCode: r.exitCode ?? 1, stdout: Buffer.from(r.stdout as Uint8Array), stderr: Buffer.from(r.stderr as Uint8Array).toString().trim() };
 }
 
 function failed(exitCode: number, stderr: string): GitResult {

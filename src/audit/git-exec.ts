@@ -20,7 +20,7 @@ const FOREIGN = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIREC
  */
 const MALLOC_STEP = String(32 * 1024 * 1024);
 
-export function gitEnv(): NodeJS.ProcessEnv {
+function gitEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     GIT_TERMINAL_PROMPT: '0',
@@ -45,8 +45,29 @@ export interface GitResult {
  * @example const r = await runGit(root, ['rev-list', '--count', 'HEAD']);
  */
 export async function runGit(root: string, args: string[], options: { input?: string } = {}): Promise<GitResult> {
-  const child = underHiveUmask(root, () =>
-    execa('git', args, {
+  const r = await startGit(root, args, options.input !== undefined ? { input: options.input } : { stdin: 'ignore' });
+  if (r.failed && r.exitCode === undefined) throw new Error(`git ${args[0]} could not run: ${r.message}`);
+  return { exitCode: r.exitCode ?? 1, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? '') };
+}
+
+/** `runGit` with bytes in and out (paths that need not be UTF-8). */
+export async function runGitBytes(root: string, args: string[], input?: Buffer): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
+  const r = await startGit(root, args, { encoding: 'buffer', ...(input ? { input } : { stdin: 'ignore' as const }) });
+  if (r.failed && r.exitCode === undefined) throw new Error(`git ${args[0]} could not run: ${r.message}`);
+  return { exitCode: r.exitCode ?? 1, stdout: Buffer.from(r.stdout as Uint8Array), stderr: Buffer.from(r.stderr as Uint8Array).toString().trim() };
+}
+
+/**
+ * Starts git in `root` (a child to await, or to write to with `stdin: 'pipe'`): the
+ * cleaned environment, never rejecting for an exit code, and under the hive's own umask:
+ * git creates some files with the umask whatever core.sharedRepository says
+ * (COMMIT_EDITMSG, a pack's temp files); a child takes the umask when it is spawned,
+ * which execa does before it returns.
+ */
+export function startGit<const O extends { input?: string | Buffer; stdin?: 'ignore' | 'pipe'; encoding?: 'utf8' | 'buffer' }>(root: string, args: string[], options: O) {
+  const previous = isMainThread ? process.umask(sharedWithGroup(root) ? 0o027 : 0o077) : null;
+  try {
+    return execa('git', args, {
       cwd: root,
       env: gitEnv(),
       extendEnv: false,
@@ -56,23 +77,8 @@ export async function runGit(root: string, args: string[], options: { input?: st
       // (execa's cleanup also installs signal-exit handlers, which re-raise a SIGINT the
       // CLI handles itself: `hive start` would die on Ctrl-C while a commit runs.)
       cleanup: false,
-      ...(options.input !== undefined ? { input: options.input } : { stdin: 'ignore' as const }),
-    }),
-  );
-  const r = await child;
-  if (r.failed && r.exitCode === undefined) throw new Error(`git ${args[0]} could not run: ${r.message}`);
-  return { exitCode: r.exitCode ?? 1, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? '') };
-}
-
-/**
- * Starts a git child under the hive's own umask: git creates some files with the umask
- * whatever core.sharedRepository says (COMMIT_EDITMSG, a pack's temp files). A child takes
- * the umask when it is spawned, which execa does before it returns.
- */
-export function underHiveUmask<T>(root: string, spawn: () => T): T {
-  const previous = isMainThread ? process.umask(sharedWithGroup(root) ? 0o027 : 0o077) : null;
-  try {
-    return spawn();
+      ...options,
+    });
   } finally {
     if (previous !== null) process.umask(previous);
   }

@@ -173,10 +173,15 @@ export function splitLines(buf: Buffer, base: number, seq: number): ScannedLine[
   return out;
 }
 
-/** Reads bytes [from, from + max) of a segment (up to its end), never through a symlink or into a FIFO. */
+/**
+ * Reads bytes [from, from + max) of a segment (up to its end), never through a symlink or
+ * into a FIFO. A negative `from` counts from the end: the last `-from` bytes (all of a
+ * smaller segment).
+ */
 export function readSegmentFrom(file: string, from: number, where: string, max = Infinity): Buffer {
   const { fd, stats } = openRegular(file, where);
   try {
+    if (from < 0) from = Math.max(0, stats.size + from);
     const length = Math.max(0, Math.min(max, stats.size - from));
     const buf = Buffer.allocUnsafe(length);
     let got = 0;

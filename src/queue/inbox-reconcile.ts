@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
-import { isRealDirectory, openRegular } from '../fs/regular-file.ts';
+import { isRealDirectory } from '../fs/regular-file.ts';
 import { MarkerFile } from '../fs/marker.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { decodeEntryLine, isRealSegment, listSegments, readSegmentFrom, readSynced, splitLines, SYNCED_NAME } from './inbox-log.ts';
@@ -56,21 +56,7 @@ const TAIL_BYTES = 64 * 1024;
  */
 function endsWithSeq(file: string, seq: number, where: string): boolean {
   if (seq <= 0) return false;
-  const { fd, stats } = openRegular(file, where);
-  let tail: Buffer;
-  try {
-    const length = Math.min(stats.size, TAIL_BYTES);
-    tail = Buffer.allocUnsafe(length);
-    let got = 0;
-    while (got < length) {
-      const n = fs.readSync(fd, tail, got, length - got, stats.size - length + got);
-      if (n === 0) break;
-      got += n;
-    }
-    tail = tail.subarray(0, got);
-  } finally {
-    fs.closeSync(fd);
-  }
+  const tail = readSegmentFrom(file, -TAIL_BYTES, where);
   if (tail.length === 0 || tail[tail.length - 1] !== 10) return false;
   const start = tail.lastIndexOf(10, tail.length - 2) + 1;
   if (start === 0 && tail.length === TAIL_BYTES) return false; // a line longer than the tail read
