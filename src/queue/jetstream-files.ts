@@ -1,5 +1,5 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { connect } from '@nats-io/transport-node';
+import { connect } from './nats.ts';
 import { Kvm, type KV } from '@nats-io/kv';
 import { HiveError, errorMessage } from '../errors.ts';
 

@@ -1,7 +1,8 @@
 // Long on purpose: the router's side and the agent's side share the streams, the routed
 // marks and the per-inbox writers; split apart, each half would need all of it.
 import { randomUUID } from 'node:crypto';
-import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { connect } from './nats.ts';
 import { jetstream, jetstreamManager, JetStreamApiError, StorageType, type JetStreamClient, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { HiveError, errorMessage } from '../errors.ts';
