@@ -72,7 +72,8 @@ describe('memory.md in cluster mode', () => {
       expect(await stored(files)).toContain('Kept from before');
       await remember(roots[1]!, 'ann', 'Written on h2');
       const deadline = Date.now() + 10_000;
-      while (!local(roots[0]!).includes('Written on h2') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      // onMirrored is told after the file's write (and its lock's release): waited for too.
+      while (!(local(roots[0]!).includes('Written on h2') && heard.includes('ann')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       expect(local(roots[0]!)).toBe(await stored(files));
       expect(local(roots[0]!)).toContain('Kept from before');
       expect(heard).toContain('ann');
