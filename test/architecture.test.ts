@@ -75,6 +75,19 @@ describe('architecture', () => {
     expect(long).toEqual([]);
   });
 
+  it("every NATS connection is opened by src/queue/nats.ts's connect (its options, noAsyncTraces among them, hold for all)", () => {
+    const direct: string[] = [];
+    for (const top of ['src', 'actors']) {
+      for (const file of fs.readdirSync(path.join(REPO, top), { recursive: true, encoding: 'utf8' })) {
+        if (!/\.(ts|mts)$/.test(file) || `${top}/${file}` === 'src/queue/nats.ts') continue;
+        const text = fs.readFileSync(path.join(REPO, top, file), 'utf8');
+        // A value import of the client's connect, or the client loaded at run time.
+        if (/import\s*\{[^}]*(?<!type\s)\bconnect\b[^}]*\}\s*from\s*'@nats-io\/transport-node'|import\(\s*'@nats-io\/transport-node'\s*\)/.test(text)) direct.push(`${top}/${file}`);
+      }
+    }
+    expect(direct).toEqual([]);
+  });
+
   it("docs/architecture.md's diagrams are what hive diagram draws from the machines now", async () => {
     for (const name of Object.keys(MACHINES) as (keyof typeof MACHINES)[]) {
       const drawn = await renderMachineSvg(machineGraph(MACHINES[name]), { title: `${name} machine` });
