@@ -6,7 +6,9 @@
 // sent at once (pairs/s, CPU ms per pair of every process involved), then BENCH_SAMPLES
 // round trips with one request in flight (cross-machine ones reported apart). Then the
 // failover time: the machine holding an agent's lease is SIGKILLed and a probe request is
-// sent every 50 ms until one is answered. Every system is checked for exactly-once. JSON out.
+// sent every 50 ms until one is answered. Every system is checked for exactly-once. Also
+// what the cluster's round trips ask of NATS (API requests, KV updates, stream publishes per
+// round trip), counted on the wire by a subscriber. JSON out.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -59,7 +61,7 @@ function startMachine(root: string, url: string, prefix: string, host: string, m
  * acknowledged once stored; h1 routes them, the client runs there), replies seen on the
  * client's inbox subject.
  */
-async function startClusterPeer(server: NatsServer): Promise<Peer & { machines: Machine[] }> {
+async function startClusterPeer(server: NatsServer): Promise<Peer & { machines: Machine[]; prefix: string }> {
   const prefix = `bench${process.pid}`;
   const [r1, r2] = [path.join(base, 'h1'), path.join(base, 'h2')];
   const machines = [await startMachine(r1, server.url, prefix, 'h1', 'bench'), await startMachine(r2, server.url, prefix, 'h2', 'bench')];
@@ -75,6 +77,7 @@ async function startClusterPeer(server: NatsServer): Promise<Peer & { machines: 
   return {
     name: 'cluster',
     machines,
+    prefix,
     serverPids: [...machines.map((m) => m.child.pid!), server.process.pid!],
     async send(requests) {
       await sender.send(requests.map((r) => createMessage({ id: r.id, from: 'client', to: r.to, act: 'request', body: r.body })));
@@ -161,6 +164,21 @@ async function failover(server: NatsServer): Promise<{ ms: number; answeredOnce:
   return { ms, answeredOnce };
 }
 
+/**
+ * What the cluster asks of its NATS server, counted on the wire by a tap (a subscriber to
+ * the subjects): JetStream API requests (reads, stream infos), KV updates (routed marks,
+ * files), publishes to the hive's streams (inbox entries, commit records, sends).
+ */
+async function tapServer(server: NatsServer, prefix: string): Promise<{ counts: () => { api: number; kv: number; hive: number }; close: () => Promise<void> }> {
+  const nc = await connect({ servers: [server.url] });
+  const counts = { api: 0, kv: 0, hive: 0 };
+  nc.subscribe('$JS.API.>', { callback: () => void counts.api++ });
+  nc.subscribe('$KV.>', { callback: () => void counts.kv++ });
+  nc.subscribe(`${prefix}.>`, { callback: () => void counts.hive++ });
+  await nc.flush();
+  return { counts: () => ({ ...counts }), close: () => nc.close() };
+}
+
 const server = await startNatsServer({ storeDir: path.join(base, 'nats') });
 const peers: Peer[] = [await startHivePeer(path.join(base, 'fs'), AGENTS), await startClusterPeer(server)];
 for (const p of peers) {
@@ -168,6 +186,8 @@ for (const p of peers) {
   await roundTrips(p, 40, 'warm-rtt');
 }
 const results: Record<string, { pairs: number[]; cpu: number[]; local: number[]; remote: number[] }> = {};
+/** Per round, what the cluster asked of NATS per round trip (idle agents' polls included). */
+const natsPerRoundTrip: { api: number[]; kv: number[]; hive: number[] } = { api: [], kv: [], hive: [] };
 for (let r = 0; r < ROUNDS; r++) {
   const order = peers.map((_, i) => peers[(i + r) % peers.length]!);
   for (const p of order) {
@@ -175,7 +195,13 @@ for (let r = 0; r < ROUNDS; r++) {
     const b = await backlog(p, REQUESTS, `r${r}`);
     res.pairs.push(b.pairsPerSecond);
     res.cpu.push(b.cpuMsPerPair);
+    const tap = p.name === 'cluster' ? await tapServer(server, (p as Peer & { prefix: string }).prefix) : null;
     const t = await roundTrips(p, SAMPLES, `r${r}-rtt`);
+    if (tap) {
+      const c = tap.counts();
+      await tap.close();
+      for (const k of ['api', 'kv', 'hive'] as const) natsPerRoundTrip[k].push(c[k] / SAMPLES);
+    }
     res.local.push(...t.local);
     res.remote.push(...t.remote);
   }
@@ -206,6 +232,11 @@ const result = {
   setup: 'cluster: two supervisors on loopback (h1: client + echo-0..3, h2: echo-4..7), one nats-server (JetStream file store, R1); fs: one supervisor, 8 echo agents',
   workload: { agents: AGENTS.length, backlogRequests: REQUESTS, roundTripSamplesPerRound: SAMPLES, rounds: ROUNDS },
   systems,
+  natsPerRoundTrip: {
+    jetStreamApiRequests: round(median(natsPerRoundTrip.api), 2),
+    kvUpdates: round(median(natsPerRoundTrip.kv), 2),
+    streamPublishes: round(median(natsPerRoundTrip.hive), 2),
+  },
   failover: { leaseMs: 2_000, killedToAnsweringMs: round(fail.ms, 0), everyProbeAnsweredOnce: fail.answeredOnce },
   targets: { crossMachineP50Ms: 5, pairsPerSecond: 500, failoverMs: 10_000 },
   allExactlyOnce: Object.values(checks).every((c) => c.exactlyOnce) && fail.answeredOnce,

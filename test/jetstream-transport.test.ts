@@ -3,6 +3,7 @@ import { createMessage } from '../src/protocol/message.ts';
 import { describeTransportConformance } from './conformance/transport.ts';
 import { createJetStreamTransport, type JetStreamTransport } from '../src/queue/jetstream-transport.ts';
 import { startNatsServer, type NatsServer } from './helpers/nats-server.ts';
+import { connect } from '../src/queue/nats.ts';
 
 // One nats-server for the file; each case gets its own prefix (its own streams and buckets).
 let server: NatsServer | null = null;
@@ -322,5 +323,78 @@ describe('jetstream transport: inboxes shared by two deliverers (two hosts\' rou
     const again = await one.deliver('b', [...fromTwo, createMessage({ from: 'a', to: 'b', act: 'inform', body: 'new' })]);
     expect(again.map((o) => o.status)).toEqual(['duplicate', 'duplicate', 'duplicate', 'duplicate', 'duplicate', 'delivered']);
     expect((await one.read('b', 0)).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+  });
+});
+
+describe('jetstream transport: a read that found nothing is not made again while nothing was heard', () => {
+  /** Counts the STREAM.MSG.GET requests on `stream` (a subscriber on their subject). */
+  async function countGets(stream: string): Promise<{ count: () => number; close: () => Promise<void> }> {
+    const nc = await connect({ servers: [server!.url] });
+    let gets = 0;
+    nc.subscribe(`$JS.API.STREAM.MSG.GET.${stream}`, { callback: () => void gets++ });
+    await nc.flush();
+    return { count: () => gets, close: () => nc.close() };
+  }
+  const until = async (what: string, done: () => Promise<boolean> | boolean) => {
+    for (const deadline = Date.now() + 5_000; !(await done()); await new Promise((r) => setTimeout(r, 20))) if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`);
+  };
+
+  it("an idle agent's fetches ask NATS nothing while its feed works; a delivery by another instance wakes it and is read; after FEED_TRUST_POLLS polls the stream is asked again", async () => {
+    const prefix = `idle${process.pid}`;
+    const t = await createJetStreamTransport({ servers: [server!.url], prefix, pollMs: 50 });
+    opened.push(t);
+    await t.ensureAgent('b');
+    const other = await open(prefix);
+    const gets = await countGets(`${prefix}_IN_b`);
+    const link = t.agent('b');
+    await link.restore();
+    const seen: string[] = [];
+    let cursor = 0;
+    const fetchNew = async () => {
+      for (const e of await link.fetch(cursor, 16)) {
+        seen.push(e.id);
+        cursor = Math.max(cursor, e.seq);
+      }
+    };
+    link.onWork(() => void fetchNew());
+    await fetchNew(); // opens the feed; its read finds the inbox empty
+    await new Promise((r) => setTimeout(r, 100));
+    const before = gets.count();
+    for (let i = 0; i < 20; i++) await fetchNew(); // the agent's turns find nothing new: no request
+    expect(gets.count() - before).toBe(0);
+    const m = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'from the other machine' });
+    await other.deliver('b', [m]);
+    await until('the delivery is read', () => seen.includes(m.id));
+    // Idle for 1.2 s with a poll every 50 ms (24 polls, each a fetch): the stream is asked
+    // again once the last read is older than 10 polls (500 ms), not at every poll.
+    const idle = gets.count();
+    await new Promise((r) => setTimeout(r, 1_200));
+    expect(gets.count() - idle).toBeGreaterThanOrEqual(1);
+    expect(gets.count() - idle).toBeLessThanOrEqual(4);
+    expect(seen).toEqual([m.id]);
+    link.close();
+    await gets.close();
+  });
+
+  it("the router's passes over a sender with nothing new ask NATS nothing once its subjects' ends were read; a send by another instance is pending after it is heard, one by this instance at once", async () => {
+    const prefix = `quiet${process.pid}`;
+    const t = await open(prefix);
+    const other = await open(prefix);
+    const heard: string[] = [];
+    const off = t.onSent((sender) => heard.push(sender));
+    const gets = await countGets(`${prefix}_OUT`);
+    await t.pending('a'); // opens the feeds of a's subjects; its reads find them empty
+    await new Promise((r) => setTimeout(r, 100));
+    const before = gets.count();
+    for (let i = 0; i < 20; i++) expect(await t.pending('a')).toEqual([]);
+    expect(gets.count() - before).toBe(0);
+    const fromOther = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'sent elsewhere' });
+    await other.send([fromOther]);
+    await until('the send is pending', async () => (await t.pending('a')).some((p) => p.message?.id === fromOther.id));
+    const own = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'sent here' });
+    await t.send([own]);
+    expect((await t.pending('a')).map((p) => p.message?.id)).toEqual([fromOther.id, own.id]);
+    off();
+    await gets.close();
   });
 });

@@ -95,6 +95,12 @@ const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
 const DEDUPE_HORIZON = 5_000;
 /** Gets a read keeps in flight at once. */
 const READ_WINDOW = 128;
+/**
+ * A read that found a subject's end is trusted (no request while nothing was heard since and
+ * the feed works) for this many poll intervals; then the stream is asked again, so a feed
+ * that stalled without saying so costs a delay, never a message.
+ */
+const FEED_TRUST_POLLS = 10;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -215,6 +221,19 @@ class JetStreamTransportImpl implements JetStreamTransport {
   /** The same, once opened: a publish heard on a subject with a working feed waits for the feed. */
   private readonly liveFeeds = new Map<string, SubjectFeed>();
   private readonly sentListeners = new Set<(sender: string) => void>();
+  /** How many `onSent` subscriptions hear the senders' subjects now, and the subjects heard since their last read. */
+  private hearing = 0;
+  private readonly heard = new Set<string>();
+  /** Per subject, where and when the last read of the stream found nothing on it (while publishes were heard). */
+  private readonly readEnd = new Map<string, { seq: number; at: number; connection: number }>();
+  /**
+   * Whether the connection is up, and how many times it came back: a read's "nothing
+   * there" is trusted only on the connection it was made on (publishes while it was away
+   * were never heard), and while it is down every read goes to NATS, so that an idle agent
+   * learns of the shortage.
+   */
+  connected = true;
+  connection = 0;
   private closed = false;
 
   constructor(
@@ -228,7 +247,21 @@ class JetStreamTransportImpl implements JetStreamTransport {
     private readonly replicas: number,
     private readonly duplicateWindowMs: number | undefined,
     readonly pollMs: number,
-  ) {}
+  ) {
+    void (async () => {
+      for await (const st of nc.status()) {
+        if (st.type !== 'disconnect' && st.type !== 'reconnect') continue;
+        this.connected = st.type === 'reconnect';
+        this.connection++;
+        this.readEnd.clear();
+      }
+    })().catch(() => undefined);
+  }
+
+  /** Whether a read's "nothing there" made on `connection` may still be trusted (see FEED_TRUST_POLLS). */
+  trusts(end: { at: number; connection: number } | null | undefined): boolean {
+    return !!end && this.connected && end.connection === this.connection && Date.now() - end.at < this.pollMs * FEED_TRUST_POLLS;
+  }
 
   private inboxStream(id: string): string {
     return `${this.prefix}_IN_${token(id)}`;
@@ -390,9 +423,23 @@ class JetStreamTransportImpl implements JetStreamTransport {
     const f = await feed;
     const out: FedMsg[] = f?.after(seq) ?? [];
     if (out.length > 0 && f!.caughtUp) return out;
-    for (let at = out.length > 0 ? out.at(-1)!.seq + 1 : seq; ; ) {
+    const next = out.length > 0 ? out.at(-1)!.seq + 1 : seq;
+    // Nor when the stream had nothing from here at the last read and no publish on the
+    // subject was heard since: one since would have been heard (a publish through this
+    // connection before its acknowledgement), or reaches the feed and kicks a pass. This
+    // saves the request that finds nothing on the subject a sender does not use (an agent's
+    // sends, a client's commit records) on every pass.
+    // Not trusted for longer than FEED_TRUST_POLLS polls (a feed that stalled costs a delay).
+    const end = this.readEnd.get(subject);
+    if (this.hearing > 0 && f?.usable && !this.heard.has(subject) && end && end.seq <= next && this.trusts(end)) return out;
+    this.heard.delete(subject);
+    const reading = { at: Date.now(), heard: this.hearing > 0, connection: this.connection };
+    for (let at = next; ; ) {
       const m = await this.nextOn(`${this.prefix}_OUT`, subject, at);
-      if (!m) break;
+      if (!m) {
+        if (reading.heard && this.hearing > 0) this.readEnd.set(subject, { seq: at, at: reading.at, connection: reading.connection });
+        break;
+      }
       out.push({ seq: m.seq, subject: m.subject, data: m.data });
       at = m.seq + 1;
       if (out.length >= 4 * READ_WINDOW) break; // the caller asks again for more
@@ -523,12 +570,12 @@ class JetStreamTransportImpl implements JetStreamTransport {
       if (conflict === null) continue;
       if (!/wrong last (sequence|msg ?id)/i.test(errorMessage(conflict)) || round > 1_000) throw conflict;
       // Catch up on what the other deliverer wrote since this round began (ours that landed
-      // in it too): its ids count for the duplicate check.
-      for (const e of await this.readStored(recipient, before)) {
-        state.ids.add(e.id);
-        state.last = Math.max(state.last, e.seq);
-      }
-      state.last = Math.max(state.last, await this.lastSeqOf(recipient));
+      // in it too): its ids count for the duplicate check. The stream's last sequence is in
+      // its answer to a wrong expected one ("wrong last sequence: 42"), else asked for.
+      const reported = /wrong last sequence: (\d+)/i.exec(errorMessage(conflict));
+      const last = reported ? Number(reported[1]) : await this.lastSeqOf(recipient);
+      for (const e of await this.readRange(recipient, before + 1, last)) state.ids.add(e.id);
+      state.last = Math.max(state.last, last);
     }
   }
 
@@ -691,6 +738,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
       if (!feed) continue;
       this.feeds.delete(subject);
       this.liveFeeds.delete(subject);
+      this.readEnd.delete(subject);
       void feed.then((f) => f?.close());
     }
   }
@@ -706,11 +754,19 @@ class JetStreamTransportImpl implements JetStreamTransport {
       const head = `${this.prefix}.${kind}.`;
       return this.nc.subscribe(`${head}*`, {
         // A subject with a working feed is routed when the feed has it (a pass then needs no request).
-        callback: (_err, msg) => void (this.liveFeeds.get(msg.subject)?.usable || listener(msg.subject.slice(head.length).replaceAll('=', '.'))),
+        callback: (_err, msg) => {
+          this.heard.add(msg.subject);
+          if (!this.liveFeeds.get(msg.subject)?.usable) listener(msg.subject.slice(head.length).replaceAll('=', '.'));
+        },
       });
     });
     this.sentListeners.add(listener);
+    this.hearing++;
+    let open = true;
     return () => {
+      if (!open) return;
+      open = false;
+      this.hearing--;
       subs.forEach((s) => s.unsubscribe());
       this.sentListeners.delete(listener);
     };
@@ -757,6 +813,14 @@ class JetStreamAgentLink implements AgentLink {
   private sub: Subscription | null = null;
   private poll: NodeJS.Timeout | null = null;
   private feed: SubjectFeed | null = null;
+  /**
+   * The ids of deliveries heard on the inbox's subject and not yet read (from the feed or the
+   * stream) since the last read of the stream. A publish the stream refused stays here until
+   * that next read: it costs a request, never a message.
+   */
+  private readonly heard = new Set<string>();
+  /** Where and when a read of the stream last found nothing (while deliveries were heard). */
+  private readEnd: { seq: number; at: number; connection: number } | null = null;
   private closed = false;
 
   constructor(
@@ -793,13 +857,24 @@ class JetStreamAgentLink implements AgentLink {
     while (run < held.length && held[run]!.seq === afterSeq + 1 + run) run++;
     const whole = run === held.length;
     const fed = whole ? held : held.slice(0, run);
+    const entries = await this.t.entriesOf(this.agentId, fed);
+    for (const e of entries) this.heard.delete(e.id);
     // All the feed holds was the inbox's end as its consumer last saw it: no request (an
     // entry since wakes the agent again once the feed has it).
-    if ((limit !== undefined && fed.length >= limit) || (fed.length > 0 && whole && feed!.caughtUp)) return this.t.entriesOf(this.agentId, fed);
+    if ((limit !== undefined && fed.length >= limit) || (fed.length > 0 && whole && feed!.caughtUp)) return entries;
+    // Nor when the stream had nothing from here at the last read and no delivery was heard
+    // since (the turn after a reply, an idle poll): one since reaches the feed and wakes
+    // the agent. Not trusted for longer than FEED_TRUST_POLLS polls.
+    const next = fed.length > 0 ? fed.at(-1)!.seq + 1 : afterSeq + 1;
+    const end = this.readEnd;
+    if (this.sub && whole && feed?.usable && this.heard.size === 0 && end && end.seq <= next && this.t.trusts(end)) return entries;
     // Then from the stream where the feed ends: a publish may be in the stream before the
     // consumer passes it on (one request that finds nothing when the feed had it all).
-    const rest = await this.t.readStored(this.agentId, fed.length > 0 ? fed.at(-1)!.seq : afterSeq, limit === undefined ? undefined : limit - fed.length);
-    return [...(await this.t.entriesOf(this.agentId, fed)), ...rest];
+    this.heard.clear();
+    const reading = { seq: next, at: Date.now(), heard: this.sub !== null, connection: this.t.connection };
+    const rest = await this.t.readStored(this.agentId, next - 1, limit === undefined ? undefined : limit - fed.length);
+    if (rest.length === 0 && reading.heard && this.sub) this.readEnd = { seq: reading.seq, at: reading.at, connection: reading.connection };
+    return [...entries, ...rest];
   }
 
   /** The inbox feed covering `seq` (opened there the first time; again if the cursor went back). */
@@ -840,7 +915,12 @@ class JetStreamAgentLink implements AgentLink {
     // fetch then finds nothing: a poll makes sure a missed one costs latency, never a message.
     // The feed wakes the agent once it has the entry (a fetch then costs one round trip);
     // the subject's publishes only while there is no working feed.
-    this.sub ??= this.t.nc.subscribe(this.t.inboxSubject(this.agentId), { callback: () => void (this.feed?.usable || this.notify()) });
+    this.sub ??= this.t.nc.subscribe(this.t.inboxSubject(this.agentId), {
+      callback: (_err, msg) => {
+        this.heard.add(messageIdOf(msg.data));
+        if (!this.feed?.usable) this.notify();
+      },
+    });
     this.poll ??= setInterval(() => this.notify(), this.t.pollMs);
     this.poll.unref();
     return () => {
@@ -856,6 +936,8 @@ class JetStreamAgentLink implements AgentLink {
   private quiet(): void {
     this.sub?.unsubscribe();
     this.sub = null;
+    this.readEnd = null;
+    this.heard.clear();
     if (this.poll) clearInterval(this.poll);
     this.poll = null;
   }
@@ -867,6 +949,16 @@ class JetStreamAgentLink implements AgentLink {
     this.feed?.close();
     this.feed = null;
     this.onClose();
+  }
+}
+
+/** A published message's id ('' when it is none: a read then clears it). */
+function messageIdOf(data: Uint8Array): string {
+  try {
+    const id = (JSON.parse(dec.decode(data)) as { id?: unknown }).id;
+    return typeof id === 'string' ? id : '';
+  } catch {
+    return '';
   }
 }
 
