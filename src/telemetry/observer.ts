@@ -189,6 +189,7 @@ export class HiveObserver {
             cursor: e.cursor,
             handled: e.handled.map((h) => h.id),
             sent: e.sent.map((s) => s.id),
+            fetch_ms: Math.round(e.timings.fetchMs),
             think_ms: Math.round(e.timings.thinkMs),
             commit_ms: Math.round(e.timings.commitMs),
           });
