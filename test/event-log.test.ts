@@ -79,6 +79,12 @@ describe('event log', () => {
     expect(new Set(routed).size).toBe(60);
     expect(routed.length).toBe(60);
     for (const r of listRotatedLogs(hive.root)) expect(fs.statSync(r.file).size).toBeLessThan(4_000 + 64 * 1024);
+    // Each committed turn has its line, across the rotations: what it handled and sent, and
+    // how long its inbox read, its brain and its commit took.
+    const turns = () => readLog(hive.root).filter((e) => e.type === 'actor.turn' && e.agent === 'echo');
+    await waitFor(hive, () => turns().flatMap((t) => t.handled as string[]).length === 60, 'every turn logged', 45_000);
+    expect(new Set(turns().flatMap((t) => t.handled as string[]))).toEqual(new Set(routed));
+    for (const t of turns()) for (const k of ['fetch_ms', 'think_ms', 'commit_ms']) expect(Number.isInteger(t[k]) && (t[k] as number) >= 0, `${k} of ${JSON.stringify(t)}`).toBe(true);
   }, 120_000);
 
   it('hive log --follow prints new events and survives a rotation', async () => {
