@@ -7,6 +7,7 @@ import type { PersistedAgentContext } from '../../machines/agent.ts';
 import { hiveModes } from '../fs/modes.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
 import { MarkerFile } from '../fs/marker.ts';
+import { openFiles, type Reopenable } from '../fs/open-files.ts';
 import { decodeCommitLinesAt, encodeCommitLine, type SessionTurn, type StateFile } from './commit-line.ts';
 
 export { encodeCommitLine, decodeCommitLines, decodeCommitLinesAt, decodeCommitRun, type SessionTurn, type StateFile } from './commit-line.ts';
@@ -96,7 +97,7 @@ export interface PreparedCommit {
 }
 
 /** Writes commits for one agent. One writer per agent (the actor that owns it). */
-export class StateStore {
+export class StateStore implements Reopenable {
   private fd: number | null = null;
   private offset = 0;
   private commit: number;
@@ -230,12 +231,31 @@ export class StateStore {
   close(): void {
     if (this.fd !== null) fs.closeSync(this.fd);
     this.fd = null;
+    this.keptOffset = null;
+    openFiles.closed(this);
     this.committed.close();
   }
 
+  /** The thread has too many files open: the log's descriptor goes, its write offset is kept (src/fs/open-files.ts). */
+  closeIdle(): boolean {
+    if (this.fd === null) return true;
+    fs.closeSync(this.fd);
+    this.fd = null;
+    this.keptOffset = this.offset;
+    return true;
+  }
+
+  /** Where the next line goes, kept while the descriptor was let go: this store is the log's only writer. */
+  private keptOffset: number | null = null;
+
   /** Opens the log, creating and preallocating it on first use, and finds the write offset. */
   private open(): number {
-    if (this.fd !== null) return this.fd;
+    if (this.fd !== null) {
+      openFiles.used(this);
+      return this.fd;
+    }
+    const kept = this.keptOffset;
+    this.keptOffset = null;
     let size = -1;
     try {
       size = fs.statSync(this.p.stateWal).size;
@@ -254,6 +274,8 @@ export class StateStore {
       fs.renameSync(tmp, this.p.stateWal);
       fsyncDir(this.p.dir);
       this.offset = 0;
+    } else if (kept !== null) {
+      this.offset = kept;
     } else {
       let checkpointCommit = -1;
       try {
@@ -264,6 +286,7 @@ export class StateStore {
       this.offset = scanWal(this.p.stateWal, this.agentId, checkpointCommit).end;
     }
     this.fd = fs.openSync(this.p.stateWal, 'r+');
+    openFiles.used(this);
     return this.fd;
   }
 

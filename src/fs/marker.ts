@@ -1,13 +1,16 @@
 import fs from 'node:fs';
 import { hiveModes } from './modes.ts';
+import { openFiles, type Reopenable } from './open-files.ts';
 
 /**
  * A small JSON record rewritten in place through a file descriptor kept open: one
  * pwrite of a fixed-size, space-padded buffer at offset 0: one system call instead of
  * four (open, truncate, write, close), and no file creation. Not fsynced: markers
- * survive a process crash (the page cache does), which is all they are for.
+ * survive a process crash (the page cache does), which is all they are for. The
+ * descriptor counts against the thread's open files (src/fs/open-files.ts): a marker
+ * unused for long is closed and opened again at its next write.
  */
-export class MarkerFile {
+export class MarkerFile implements Reopenable {
   private fd: number | null = null;
 
   constructor(
@@ -45,6 +48,7 @@ export class MarkerFile {
   writeText(text: string): void {
     if (text.length >= this.size) throw new Error(`marker ${this.file}: record of ${text.length} bytes exceeds ${this.size}`);
     if (this.fd === null) this.fd = this.open();
+    openFiles.used(this);
     const buf = Buffer.alloc(this.size, 0x20);
     buf.write(text, 0, 'utf8');
     buf[this.size - 1] = 0x0a;
@@ -75,5 +79,11 @@ export class MarkerFile {
   close(): void {
     if (this.fd !== null) fs.closeSync(this.fd);
     this.fd = null;
+    openFiles.closed(this);
+  }
+
+  closeIdle(): boolean {
+    this.close();
+    return true;
   }
 }

@@ -72,6 +72,8 @@ export interface WorkerInit {
   cluster?: ClusterInit;
   /** Tests only: the seams this thread installs (src/testing/seams.ts). */
   seams?: TestSeams;
+  /** How many files the thread keeps open between uses (src/fs/open-files.ts). */
+  openFiles?: number;
 }
 
 /** An agent as a host starts it. */

@@ -6,6 +6,7 @@ import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { isRealDirectory } from '../fs/regular-file.ts';
 import { MarkerFile } from '../fs/marker.ts';
+import { openFiles, type Reopenable } from '../fs/open-files.ts';
 import { hiveModes } from '../fs/modes.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { crashPoint } from '../testing/crash-point.ts';
@@ -60,7 +61,7 @@ export interface LogPlace {
 const DEFAULT_SEGMENT_BYTES = 1 << 20;
 export const DEFAULT_DONE_CAP = 5_000;
 
-export class InboxWriter {
+export class InboxWriter implements Reopenable {
   private readonly dir: string;
   private readonly segmentBytes: number;
   private readonly doneCap: number;
@@ -74,6 +75,10 @@ export class InboxWriter {
   private readonly synced: MarkerFile;
   private tail: Promise<unknown> = Promise.resolve();
   private opened = false;
+  /** Batches being appended (the segment's descriptor is in use: it is not let go). */
+  private appending = 0;
+  /** The segment's descriptor was let go (too many files open): the next batch opens it again. */
+  private letGo = false;
   private readonly label: string;
   private readonly handledThrough: () => number;
 
@@ -103,6 +108,15 @@ export class InboxWriter {
   }
 
   private async appendNow(messages: HiveMessage[], inlineFlush: boolean): Promise<DeliveryOutcome[]> {
+    this.appending++;
+    try {
+      return await this.appendBatch(messages, inlineFlush);
+    } finally {
+      this.appending--;
+    }
+  }
+
+  private async appendBatch(messages: HiveMessage[], inlineFlush: boolean): Promise<DeliveryOutcome[]> {
     // lstat of both: an agent folder or an inbox that is a symlink could point anywhere
     // (lstat of the inbox alone would follow a symlinked agent folder); it is no inbox.
     if (!isRealDirectory(path.dirname(this.dir)) || !isRealDirectory(this.dir)) {
@@ -111,6 +125,12 @@ export class InboxWriter {
     }
     try {
       if (!this.opened) await this.open();
+      else if (this.letGo && this.fd === null && !this.reopenSegment()) {
+        // Not as it was left (changed by someone else): recovered like at a start.
+        this.close();
+        await this.open();
+      }
+      this.letGo = false;
       const outcomes: DeliveryOutcome[] = [];
       const fresh: { seq: number; message: HiveMessage }[] = [];
       const inBatch = new Set<string>();
@@ -129,6 +149,7 @@ export class InboxWriter {
       const data = Buffer.from(fresh.map((f) => encodeEntryLine(f.seq, f.message)).join(''));
       if (this.fd === null || (this.size > 0 && this.size + data.length > this.segmentBytes)) this.roll(fresh[0]!.seq);
       writeAll(this.fd!, data, this.size);
+      openFiles.used(this);
       this.size += data.length;
       crashPoint('deliver.after-append');
       if (inlineFlush && !this.dirDirty) syncFd(this.fd!, true);
@@ -269,6 +290,37 @@ export class InboxWriter {
     this.fd = null;
     this.synced.close();
     this.opened = false;
+    this.letGo = false;
+    openFiles.closed(this);
+  }
+
+  /** Lets the current segment's descriptor go between batches (src/fs/open-files.ts); all else is kept. */
+  closeIdle(): boolean {
+    if (this.appending > 0) return false;
+    if (this.fd === null) return true;
+    fs.closeSync(this.fd);
+    this.fd = null;
+    this.letGo = true;
+    return true;
+  }
+
+  /** The current segment opened again after `closeIdle`: false when it is not as it was left. */
+  private reopenSegment(): boolean {
+    const seg = this.segments.at(-1);
+    if (!seg) return false;
+    let fd: number;
+    try {
+      fd = fs.openSync(seg.file, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    } catch {
+      return false;
+    }
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.size !== this.size) {
+      fs.closeSync(fd);
+      return false;
+    }
+    this.fd = fd;
+    return true;
   }
 }
 

@@ -14,7 +14,7 @@ import { WorkerHandle, workerHeapLimitMb } from './worker-handle.ts';
 import { TurnWatchdog, watchdogInterval, type WatchedTurn } from './turn-watchdog.ts';
 import { hostIdFor, placeAgents } from './placement.ts';
 import { drainWithin } from './drain.ts';
-import { flushBudgetMs, type SupervisorContext } from './context.ts';
+import { flushBudgetMs, openFilesInitOf, type SupervisorContext } from './context.ts';
 import { superviseWorker } from './supervise.ts';
 import type { LinkableHost, RouterChild } from './router-child.ts';
 import { WakeCoalescer } from './wake.ts';
@@ -279,7 +279,7 @@ export class AgentHosts {
         const telemetry = this.ctx.observer()?.workerTelemetry(hostId, agentsOf());
         const handle = await WorkerHandle.start<AgentHostApi>(
           'agent-host',
-          { hostId, root: this.ctx.root, agentSettings: agentSettingsOf(this.ctx.config), ...(telemetry ? { telemetry } : {}), ...clusterInitOf(this.ctx.config), ...this.ctx.testingInit() },
+          { hostId, root: this.ctx.root, agentSettings: agentSettingsOf(this.ctx.config), ...(telemetry ? { telemetry } : {}), ...clusterInitOf(this.ctx.config), ...openFilesInitOf(this.ctx.config, 'agentHost'), ...this.ctx.testingInit() },
           this.onEvent,
           { heapMb: workerHeapLimitMb(this.ctx.config.supervisor.workerHeapMb, agentsOf().length) },
         );

@@ -1,4 +1,5 @@
 import type { HiveConfig } from '../config/schema.ts';
+import { openFilesCaps, openFilesLimit } from '../fs/open-files.ts';
 import type { WorkerInit } from '../protocol/worker.ts';
 import type { HiveObserver } from '../telemetry/observer.ts';
 import type { HiveEvents } from './events.ts';
@@ -26,4 +27,13 @@ export interface SupervisorContext {
  */
 export function flushBudgetMs(ctx: SupervisorContext): number {
   return ctx.observer()?.tracer ? 10_000 : 0;
+}
+
+/**
+ * The open-files cap of a router or agent host thread (src/fs/open-files.ts): the
+ * process's limit shared out over the agent hosts the configuration makes.
+ */
+export function openFilesInitOf(config: HiveConfig, kind: 'router' | 'agentHost'): { openFiles: number } {
+  const hosts = Math.ceil(config.agents.length / Math.max(1, config.supervisor.agentsPerWorker));
+  return { openFiles: openFilesCaps(openFilesLimit(), hosts)[kind] };
 }

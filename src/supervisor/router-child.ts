@@ -8,7 +8,7 @@ import { errorMessage } from '../errors.ts';
 import type { HostChild } from './host-child.ts';
 import { WorkerHandle } from './worker-handle.ts';
 import { drainWithin } from './drain.ts';
-import { flushBudgetMs, type SupervisorContext } from './context.ts';
+import { flushBudgetMs, openFilesInitOf, type SupervisorContext } from './context.ts';
 import { superviseWorker } from './supervise.ts';
 import { runtimeActorRow, type ActorStatus } from './status.ts';
 
@@ -64,6 +64,7 @@ export class RouterChild {
         routerSettings: { pollMs: r.pollMs, hopCap: r.hopCap, batchPerSender: r.batchPerSender, sentCap: r.sentCap, doneCap: this.ctx.config.supervisor.doneCap, watch: true },
         ...(telemetry ? { telemetry } : {}),
         ...clusterInitOf(this.ctx.config),
+        ...openFilesInitOf(this.ctx.config, 'router'),
         ...this.ctx.testingInit(),
       },
       this.onEvent,

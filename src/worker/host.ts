@@ -13,6 +13,7 @@ import type { WorkerEvent, WorkerInit } from '../protocol/worker.ts';
 import { adoptModesOf } from '../fs/modes.ts';
 import { installSeams } from '../testing/seams.ts';
 import { appendEvent } from '../log/event-log.ts';
+import { openFiles } from '../fs/open-files.ts';
 
 export interface WorkerHost {
   readonly init: WorkerInit;
@@ -26,6 +27,7 @@ export function beginWorker(): WorkerHost {
   // What this thread creates in the hive takes the root's sharing (src/fs/modes.ts).
   adoptModesOf(init.root);
   if (init.seams) installSeams(init.seams, init.root);
+  if (init.openFiles) openFiles.setCap(init.openFiles);
   return { init, emit: (event) => init.events.postMessage(event) };
 }
 
