@@ -78,6 +78,26 @@ describe('open files are bounded per thread: what is least recently used lets it
     expect(lines.map((l) => Number(/"commit":(\d+)/.exec(l)![1]))).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
   });
 
+  it('a checkpoint made while the commit log was let go (a turn too big for the log) starts the log again at its beginning', async () => {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
+    openFiles.setCap(4);
+    const store = new StateStore(root, 'a', 0, 4_096);
+    const others = Array.from({ length: 6 }, (_, i) => new MarkerFile(path.join(root, `other-${i}`), 64));
+    const push = () => others.forEach((m) => m.write({}));
+    for (let turn = 1; turn <= 3; turn++) store.append(context(turn), []);
+    push(); // the log's descriptor goes
+    store.append({ ...context(4), brainState: { pad: 'x'.repeat(3_000) } }, []); // more than half the log: a checkpoint
+    push();
+    store.append(context(5), []);
+    store.close();
+    for (const m of others) m.close();
+    const wal = fs.readFileSync(agentPaths(root, 'a').stateWal, 'utf8');
+    expect(wal.slice(0, wal.indexOf('\n'))).toContain('"commit":5,');
+    expect(readStateFile(root, 'a')).toMatchObject({ commit: 5, cursor: 5 });
+  });
+
   it("an inbox let go between batches goes on in the same segment, gap-free; one changed meanwhile is recovered like at a start", async () => {
     const root = tempRoot();
     await ensureHive(root);

@@ -231,22 +231,26 @@ export class StateStore implements Reopenable {
   close(): void {
     if (this.fd !== null) fs.closeSync(this.fd);
     this.fd = null;
-    this.keptOffset = null;
+    this.offsetKnown = false;
     openFiles.closed(this);
     this.committed.close();
   }
 
-  /** The thread has too many files open: the log's descriptor goes, its write offset is kept (src/fs/open-files.ts). */
+  /** The thread has too many files open: the log's descriptor goes, its write offset stays known (src/fs/open-files.ts). */
   closeIdle(): boolean {
     if (this.fd === null) return true;
     fs.closeSync(this.fd);
     this.fd = null;
-    this.keptOffset = this.offset;
+    this.offsetKnown = true;
     return true;
   }
 
-  /** Where the next line goes, kept while the descriptor was let go: this store is the log's only writer. */
-  private keptOffset: number | null = null;
+  /**
+   * `offset` is where the next line goes although the log is closed (let go by `closeIdle`;
+   * a checkpoint meanwhile moves it to 0): this store is the log's only writer, so it is
+   * opened again without a scan.
+   */
+  private offsetKnown = false;
 
   /** Opens the log, creating and preallocating it on first use, and finds the write offset. */
   private open(): number {
@@ -254,8 +258,8 @@ export class StateStore implements Reopenable {
       openFiles.used(this);
       return this.fd;
     }
-    const kept = this.keptOffset;
-    this.keptOffset = null;
+    const known = this.offsetKnown;
+    this.offsetKnown = false;
     let size = -1;
     try {
       size = fs.statSync(this.p.stateWal).size;
@@ -274,9 +278,7 @@ export class StateStore implements Reopenable {
       fs.renameSync(tmp, this.p.stateWal);
       fsyncDir(this.p.dir);
       this.offset = 0;
-    } else if (kept !== null) {
-      this.offset = kept;
-    } else {
+    } else if (!known) {
       let checkpointCommit = -1;
       try {
         checkpointCommit = readJsonFile<StateFile>(this.p.state)?.commit ?? -1;
