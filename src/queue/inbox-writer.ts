@@ -308,19 +308,16 @@ export class InboxWriter implements Reopenable {
   private reopenSegment(): boolean {
     const seg = this.segments.at(-1);
     if (!seg) return false;
-    let fd: number;
+    let fd: number | null = null;
     try {
       fd = fs.openSync(seg.file, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+      const st = fs.fstatSync(fd);
+      if (st.isFile() && st.size === this.size) return (this.fd = fd) !== null;
     } catch {
-      return false;
+      // gone, or not a file to open: recovered instead
     }
-    const st = fs.fstatSync(fd);
-    if (!st.isFile() || st.size !== this.size) {
-      fs.closeSync(fd);
-      return false;
-    }
-    this.fd = fd;
-    return true;
+    if (fd !== null) fs.closeSync(fd);
+    return false;
   }
 }
 
