@@ -129,17 +129,17 @@ describe('open files are bounded per thread: what is least recently used lets it
     expect(openFilesCaps(1_024, 3)).toEqual({ router: 220, agentHost: 73 });
   });
 
-  it('a hive process limited to 768 open files answers a request to each of its 200 agents (each agent that got a message kept six files open: at 1,024 and 300 agents it stopped at EMFILE after ~90)', async () => {
+  it('a hive process limited to 512 open files answers a request to each of its 120 agents (each agent that got a message kept six files open: at 1,024 and 300 agents it stopped at EMFILE after ~90)', async () => {
     const base = fs.mkdtempSync(path.join(os.tmpdir(), 'hive-nofile-'));
     const root = path.join(base, 'h');
     const file = path.join(base, 'h.json');
-    const n = 200;
+    const n = 120;
     const agents = [...Array.from({ length: n }, (_, i) => ({ id: `echo-${i}`, brain: { kind: 'echo' } })), { id: 'client', brain: { kind: 'external' } }];
     fs.writeFileSync(file, JSON.stringify({ root, agents, supervisor: { agentsPerWorker: 100 }, memory: { enabled: false }, audit: { enabled: false } }));
     await ensureHive(root);
     await ensureAgent(root, { id: 'client', brain: { kind: 'external' } });
     // `ulimit -n` in the shell sets the hard limit too: Node cannot raise it.
-    const child = new ChaosChild(file, [], ['sh', '-c', `ulimit -n 768; shift; exec ${process.execPath} "$@"`, 'sh']);
+    const child = new ChaosChild(file, [], ['sh', '-c', `ulimit -n 512; shift; exec ${process.execPath} "$@"`, 'sh']);
     await child.start(undefined, 60_000);
     try {
       const ids = new Set<string>();
