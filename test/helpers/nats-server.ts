@@ -43,13 +43,22 @@ export async function startNatsServer(options: { storeDir?: string; port?: numbe
     child.kill('SIGKILL');
     throw new Error(`nats-server did not start on port ${port}:\n${log}`);
   }
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // A server that goes away by itself (not stopped or killed here) says why, for the next
+  // person: a full suite once found its shared server gone (ECONNREFUSED) with no trace.
+  let ending = false;
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      if (!ending) process.stderr.write(`nats-server on port ${port} exited by itself (code ${code}, signal ${signal}); its log ends:\n${log.slice(-2_000)}\n`);
+      resolve();
+    }),
+  );
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
     storeDir,
     process: child,
     async stop(o = {}) {
+      ending = true;
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
         const t = setTimeout(() => child.kill('SIGKILL'), 3_000);
@@ -59,6 +68,7 @@ export async function startNatsServer(options: { storeDir?: string; port?: numbe
       if (!o.keepStore) fs.rmSync(storeDir, { recursive: true, force: true });
     },
     async kill() {
+      ending = true;
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
     },
