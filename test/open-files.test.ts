@@ -129,7 +129,7 @@ describe('open files are bounded per thread: what is least recently used lets it
     expect(openFilesCaps(1_024, 3)).toEqual({ router: 220, agentHost: 73 });
   });
 
-  it('a hive process limited to 512 open files answers a request to each of its 120 agents (each agent that got a message kept six files open: at 1,024 and 300 agents it stopped at EMFILE after ~90)', async () => {
+  it('a hive process limited to 512 open files answers a request to each of its 120 agents (each agent that got a message kept six files open: at 1,024 and 300 agents it stopped at EMFILE after ~90); SIGKILLed in a second round, it answers each request once', async () => {
     const base = fs.mkdtempSync(path.join(os.tmpdir(), 'hive-nofile-'));
     const root = path.join(base, 'h');
     const file = path.join(base, 'h.json');
@@ -153,6 +153,25 @@ describe('open files are bounded per thread: what is least recently used lets it
       expect(answered().length).toBe(n);
       expect(new Set(answered()).size).toBe(n);
       expect(fs.readFileSync(path.join(root, 'log.jsonl'), 'utf8')).not.toMatch(/EMFILE/);
+      // With descriptors let go and taken again on every side, a SIGKILL of the supervisor
+      // while a second round is under way loses and repeats nothing: each request once, and
+      // each agent's last commit counts the two requests it got.
+      const second: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const m = createMessage({ from: 'client', to: `echo-${i}`, act: 'request', body: `s${i}` });
+        second.push(m.id);
+        ids.add(m.id);
+        writeOutbox(root, [m]);
+      }
+      for (const deadline = Date.now() + 30_000; answered().length < n + n / 4 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 5));
+      await child.kill();
+      expect(answered().length).toBeLessThan(2 * n); // killed amid the round
+      await child.start(undefined, 60_000);
+      for (const deadline = Date.now() + 45_000; answered().length < 2 * n && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 500)); // a repeat would come now
+      expect(answered().length).toBe(2 * n);
+      expect(new Set(answered()).size).toBe(2 * n);
+      for (let i = 0; i < n; i++) expect(readStateFile(root, `echo-${i}`)?.snapshot.context.handled).toBe(2);
     } finally {
       await child.stop(60_000);
       fs.rmSync(base, { recursive: true, force: true });

@@ -61,8 +61,14 @@ class OpenFiles {
 /** This thread's registry (a module instance per thread: workers do not share it). */
 export const openFiles = new OpenFiles();
 
-/** The process's soft limit on open files (Linux: /proc/self/limits; elsewhere 1,024, a cautious guess). */
+let limit: number | null = null;
+
+/** The process's soft limit on open files, read once (Linux: /proc/self/limits; elsewhere 1,024, a cautious guess). */
 export function openFilesLimit(): number {
+  return (limit ??= readLimit());
+}
+
+function readLimit(): number {
   try {
     const m = /^Max open files\s+(\d+|unlimited)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'));
     if (m) return m[1] === 'unlimited' ? 1 << 20 : Number(m[1]);

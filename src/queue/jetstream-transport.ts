@@ -258,9 +258,12 @@ class JetStreamTransportImpl implements JetStreamTransport {
     })().catch(() => undefined);
   }
 
-  /** Whether a read's "nothing there" made on `connection` may still be trusted (see FEED_TRUST_POLLS). */
-  trusts(end: { at: number; connection: number } | null | undefined): boolean {
-    return !!end && this.connected && end.connection === this.connection && Date.now() - end.at < this.pollMs * FEED_TRUST_POLLS;
+  /**
+   * Whether a read from `next` may skip the stream: the last read found nothing from at or
+   * before `next`, on this connection, less than FEED_TRUST_POLLS polls ago.
+   */
+  trusts(end: { seq: number; at: number; connection: number } | null | undefined, next: number): boolean {
+    return !!end && end.seq <= next && this.connected && end.connection === this.connection && Date.now() - end.at < this.pollMs * FEED_TRUST_POLLS;
   }
 
   private inboxStream(id: string): string {
@@ -430,14 +433,13 @@ class JetStreamTransportImpl implements JetStreamTransport {
     // saves the request that finds nothing on the subject a sender does not use (an agent's
     // sends, a client's commit records) on every pass.
     // Not trusted for longer than FEED_TRUST_POLLS polls (a feed that stalled costs a delay).
-    const end = this.readEnd.get(subject);
-    if (this.hearing > 0 && f?.usable && !this.heard.has(subject) && end && end.seq <= next && this.trusts(end)) return out;
+    if (this.hearing > 0 && f?.usable && !this.heard.has(subject) && this.trusts(this.readEnd.get(subject), next)) return out;
     this.heard.delete(subject);
-    const reading = { at: Date.now(), heard: this.hearing > 0, connection: this.connection };
+    const reading = { at: Date.now(), hearing: this.hearing > 0, connection: this.connection };
     for (let at = next; ; ) {
       const m = await this.nextOn(`${this.prefix}_OUT`, subject, at);
       if (!m) {
-        if (reading.heard && this.hearing > 0) this.readEnd.set(subject, { seq: at, at: reading.at, connection: reading.connection });
+        if (reading.hearing && this.hearing > 0) this.readEnd.set(subject, { seq: at, at: reading.at, connection: reading.connection });
         break;
       }
       out.push({ seq: m.seq, subject: m.subject, data: m.data });
@@ -866,14 +868,13 @@ class JetStreamAgentLink implements AgentLink {
     // since (the turn after a reply, an idle poll): one since reaches the feed and wakes
     // the agent. Not trusted for longer than FEED_TRUST_POLLS polls.
     const next = fed.length > 0 ? fed.at(-1)!.seq + 1 : afterSeq + 1;
-    const end = this.readEnd;
-    if (this.sub && whole && feed?.usable && this.heard.size === 0 && end && end.seq <= next && this.t.trusts(end)) return entries;
+    if (this.sub && whole && feed?.usable && this.heard.size === 0 && this.t.trusts(this.readEnd, next)) return entries;
     // Then from the stream where the feed ends: a publish may be in the stream before the
     // consumer passes it on (one request that finds nothing when the feed had it all).
     this.heard.clear();
-    const reading = { seq: next, at: Date.now(), heard: this.sub !== null, connection: this.t.connection };
+    const reading = { seq: next, at: Date.now(), hearing: this.sub !== null, connection: this.t.connection };
     const rest = await this.t.readStored(this.agentId, next - 1, limit === undefined ? undefined : limit - fed.length);
-    if (rest.length === 0 && reading.heard && this.sub) this.readEnd = { seq: reading.seq, at: reading.at, connection: reading.connection };
+    if (rest.length === 0 && reading.hearing && this.sub) this.readEnd = { seq: reading.seq, at: reading.at, connection: reading.connection };
     return [...entries, ...rest];
   }
 
@@ -917,7 +918,7 @@ class JetStreamAgentLink implements AgentLink {
     // the subject's publishes only while there is no working feed.
     this.sub ??= this.t.nc.subscribe(this.t.inboxSubject(this.agentId), {
       callback: (_err, msg) => {
-        this.heard.add(messageIdOf(msg.data));
+        this.heard.add(messageIdOf(msg.headers?.get('Nats-Msg-Id')));
         if (!this.feed?.usable) this.notify();
       },
     });
@@ -952,14 +953,15 @@ class JetStreamAgentLink implements AgentLink {
   }
 }
 
-/** A published message's id ('' when it is none: a read then clears it). */
-function messageIdOf(data: Uint8Array): string {
-  try {
-    const id = (JSON.parse(dec.decode(data)) as { id?: unknown }).id;
-    return typeof id === 'string' ? id : '';
-  } catch {
-    return '';
-  }
+/**
+ * The message id of a delivery heard, from its `Nats-Msg-Id` (`<id>~<attempt>`, see
+ * publishInOrder): no parse of the body, which may be large. '' for one without (a read
+ * then clears it).
+ */
+function messageIdOf(msgId: string | undefined): string {
+  if (!msgId) return '';
+  const cut = msgId.lastIndexOf('~');
+  return cut > 0 ? msgId.slice(0, cut) : msgId;
 }
 
 // Every operation of the transport and of its links: NATS not answering is a shortage

@@ -29,7 +29,13 @@ export async function startNatsServer(options: { storeDir?: string; port?: numbe
   const port = options.port ?? (await freeLoopbackPort());
   const child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
-  child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-8000)));
+  let panic = ''; // a Go panic's first lines (its stack trace would push them out of the tail)
+  child.stderr!.on('data', (d: Buffer) => {
+    const text = d.toString();
+    if (panic.length > 0 && panic.length < 1_500) panic = (panic + text).slice(0, 1_500);
+    else if (!panic && text.includes('panic:')) panic = text.slice(text.indexOf('panic:'), text.indexOf('panic:') + 1_500);
+    log = (log + text).slice(-8000);
+  });
   const ready = await new Promise<boolean>((resolve) => {
     const deadline = Date.now() + 10_000;
     const check = () => {
@@ -48,7 +54,7 @@ export async function startNatsServer(options: { storeDir?: string; port?: numbe
   let ending = false;
   const exited = new Promise<void>((resolve) =>
     child.once('exit', (code, signal) => {
-      if (!ending) process.stderr.write(`nats-server on port ${port} exited by itself (code ${code}, signal ${signal}); its log ends:\n${log.slice(-2_000)}\n`);
+      if (!ending) process.stderr.write(`nats-server on port ${port} exited by itself (code ${code}, signal ${signal}); its log ends:\n${panic ? `${panic}\n…\n` : ''}${log.slice(-2_000)}\n`);
       resolve();
     }),
   );
