@@ -3,7 +3,7 @@ import { createMessage } from '../src/protocol/message.ts';
 import { describeTransportConformance } from './conformance/transport.ts';
 import { createJetStreamTransport, type JetStreamTransport } from '../src/queue/jetstream-transport.ts';
 import { startNatsServer, type NatsServer } from './helpers/nats-server.ts';
-import { connect } from '../src/queue/nats.ts';
+import { connect, jetstreamManager } from '../src/queue/nats.ts';
 
 // One nats-server for the file; each case gets its own prefix (its own streams and buckets).
 let server: NatsServer | null = null;
@@ -397,5 +397,28 @@ describe('jetstream transport: a read that found nothing is not made again while
     expect((await t.pending('a')).map((p) => p.message?.id)).toEqual([own.id]);
     off();
     await gets.close();
+  });
+
+  it("a feed whose consumer is gone (as after the server started again) does not hold a heard send back: its sender gets a pass within a poll interval and the send is pending", async () => {
+    const prefix = `stall${process.pid}`;
+    const t = await createJetStreamTransport({ servers: [server!.url], prefix, pollMs: 100 });
+    opened.push(t);
+    const other = await open(prefix);
+    const heard: number[] = [];
+    const off = t.onSent(() => heard.push(Date.now()));
+    await t.pending('a'); // opens the feeds of a's subjects
+    // Their consumers removed on the server: the feeds look usable and will pass nothing on.
+    const nc = await connect({ servers: [server!.url] });
+    const jsm = await jetstreamManager(nc);
+    for await (const c of jsm.consumers.list(`${prefix}_OUT`)) await jsm.consumers.delete(`${prefix}_OUT`, c.name);
+    await new Promise((r) => setTimeout(r, 50));
+    const m = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'while the feed is stalled' });
+    const t0 = Date.now();
+    await other.send([m]);
+    await until('a pass for the sender', () => heard.length > 0);
+    expect(heard[0]! - t0).toBeLessThan(1_000);
+    expect((await t.pending('a')).map((p) => p.message?.id)).toContain(m.id);
+    off();
+    await nc.close();
   });
 });

@@ -29,6 +29,8 @@ export class SubjectFeed {
   private stopped = false;
   private passedAll = false;
   private heldBytes = 0;
+  /** How many messages the consumer has passed on: a caller that heard a publish tells a stalled feed by this not moving. */
+  received = 0;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -50,6 +52,7 @@ export class SubjectFeed {
     if (this.closed) void messages.close();
     void (async () => {
       for await (const m of messages) {
+        this.received++;
         this.held.push({ seq: m.seq, subject: m.subject, data: m.data });
         this.heldBytes += m.data.length;
         this.passedAll = m.info.pending === 0;

@@ -109,6 +109,11 @@ function token(id: string): string {
   return id.replaceAll('.', '=');
 }
 
+/** The agent id of a sender's subject (`<prefix>.commit.<token>`, `<prefix>.send.<token>`). */
+function senderOfSubject(subject: string): string {
+  return subject.slice(subject.lastIndexOf('.') + 1).replaceAll('=', '.');
+}
+
 /** NATS did not answer for now: a timeout, no responders, a lost connection, no leader yet. */
 export function isUnreachable(err: unknown): boolean {
   const name = (err as { name?: string }).name ?? '';
@@ -221,6 +226,8 @@ class JetStreamTransportImpl implements JetStreamTransport {
   /** The same, once opened: a publish heard on a subject with a working feed waits for the feed. */
   private readonly liveFeeds = new Map<string, SubjectFeed>();
   private readonly sentListeners = new Set<(sender: string) => void>();
+  /** Per subject heard while its feed was usable, the check that the feed passed something on. */
+  private readonly stallChecks = new Map<string, NodeJS.Timeout>();
   /** How many `onSent` subscriptions hear the senders' subjects now, and the subjects heard since their last read. */
   private hearing = 0;
   private readonly heard = new Set<string>();
@@ -254,8 +261,24 @@ class JetStreamTransportImpl implements JetStreamTransport {
         this.connected = st.type === 'reconnect';
         this.connection++;
         this.readEnd.clear();
+        if (st.type === 'reconnect') this.dropFeeds();
       }
     })().catch(() => undefined);
+  }
+
+  /**
+   * After a reconnect every feed is opened again at its next read: the server may have
+   * started again without its consumers (they are not durable), and a feed whose consumer
+   * is gone looks usable until its heartbeats are missed (~30 s). Every sender with a feed
+   * gets a pass and every agent a fetch: what was published meanwhile is read from the stream.
+   */
+  private dropFeeds(): void {
+    const senders = [...this.feeds.keys()].map((subject) => senderOfSubject(subject));
+    for (const f of this.feeds.values()) void f.then((x) => x?.close());
+    this.feeds.clear();
+    this.liveFeeds.clear();
+    for (const link of this.links.values()) link.dropFeed();
+    for (const sender of new Set(senders)) this.sentListeners.forEach((l) => l(sender));
   }
 
   /**
@@ -758,7 +781,18 @@ class JetStreamTransportImpl implements JetStreamTransport {
         // A subject with a working feed is routed when the feed has it (a pass then needs no request).
         callback: (_err, msg) => {
           this.heard.add(msg.subject);
-          if (!this.liveFeeds.get(msg.subject)?.usable) listener(msg.subject.slice(head.length).replaceAll('=', '.'));
+          const sender = senderOfSubject(msg.subject);
+          const feed = this.liveFeeds.get(msg.subject);
+          if (!feed?.usable) return listener(sender);
+          // The feed passes the publish on a moment after it is heard. One that passed on
+          // nothing within a poll interval has stalled (its consumer lost, not yet noticed):
+          // the sender gets a pass, which reads the stream (the subject is heard).
+          if (this.stallChecks.has(msg.subject)) return;
+          const received = feed.received;
+          this.stallChecks.set(msg.subject, setTimeout(() => {
+            this.stallChecks.delete(msg.subject);
+            if (open && feed.received === received && this.heard.has(msg.subject)) listener(sender);
+          }, this.pollMs).unref());
         },
       });
     });
@@ -792,6 +826,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     this.closed = true;
     for (const l of [...this.links.values()]) l.close();
     for (const f of this.feeds.values()) void f.then((x) => x?.close());
+    for (const t of this.stallChecks.values()) clearTimeout(t);
     void this.nc.close();
   }
 
@@ -800,6 +835,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     this.closed = true;
     for (const l of [...this.links.values()]) l.close();
     for (const f of this.feeds.values()) void f.then((x) => x?.close());
+    for (const t of this.stallChecks.values()) clearTimeout(t);
     await this.nc.drain();
   }
 }
@@ -932,6 +968,14 @@ class JetStreamAgentLink implements AgentLink {
 
   notify(): void {
     for (const l of this.listeners) l();
+  }
+
+  /** The connection came back: the feed is opened again at the next fetch, which reads the stream. */
+  dropFeed(): void {
+    this.feed?.close();
+    this.feed = null;
+    this.readEnd = null;
+    this.notify();
   }
 
   private quiet(): void {
