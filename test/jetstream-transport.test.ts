@@ -339,7 +339,7 @@ describe('jetstream transport: a read that found nothing is not made again while
     for (const deadline = Date.now() + 5_000; !(await done()); await new Promise((r) => setTimeout(r, 20))) if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`);
   };
 
-  it("an idle agent's fetches ask NATS nothing while its feed works; a delivery by another instance wakes it and is read; after FEED_TRUST_POLLS polls the stream is asked again", async () => {
+  it("an idle agent's fetches ask NATS nothing while its feed works, and its polls wake it only when that is no longer trusted; a delivery by another instance wakes it and is read; after FEED_TRUST_POLLS polls the stream is asked again", async () => {
     const prefix = `idle${process.pid}`;
     const t = await createJetStreamTransport({ servers: [server!.url], prefix, pollMs: 50 });
     opened.push(t);
@@ -356,7 +356,8 @@ describe('jetstream transport: a read that found nothing is not made again while
         cursor = Math.max(cursor, e.seq);
       }
     };
-    link.onWork(() => void fetchNew());
+    let wakes = 0;
+    link.onWork(() => void (wakes++, fetchNew()));
     await fetchNew(); // opens the feed; its read finds the inbox empty
     await new Promise((r) => setTimeout(r, 100));
     const before = gets.count();
@@ -368,9 +369,13 @@ describe('jetstream transport: a read that found nothing is not made again while
     // Idle for 1.2 s with a poll every 50 ms (24 polls, each a fetch): the stream is asked
     // again once the last read is older than 10 polls (500 ms), not at every poll.
     const idle = gets.count();
+    const wakesBefore = wakes;
     await new Promise((r) => setTimeout(r, 1_200));
     expect(gets.count() - idle).toBeGreaterThanOrEqual(1);
     expect(gets.count() - idle).toBeLessThanOrEqual(4);
+    // Nor is the idle agent woken at every poll: only when its "nothing there" is no longer trusted.
+    expect(wakes - wakesBefore).toBeGreaterThanOrEqual(1);
+    expect(wakes - wakesBefore).toBeLessThanOrEqual(6);
     expect(seen).toEqual([m.id]);
     link.close();
     await gets.close();
