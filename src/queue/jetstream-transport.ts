@@ -228,6 +228,8 @@ class JetStreamTransportImpl implements JetStreamTransport {
   private readonly sentListeners = new Set<(sender: string) => void>();
   /** Per subject heard while its feed was usable, the check that the feed passed something on. */
   private readonly stallChecks = new Map<string, NodeJS.Timeout>();
+  /** Per subject, the publishes heard on it (the stall check compares them with what its feed passed on). */
+  private readonly heardCounts = new Map<string, number>();
   /** How many `onSent` subscriptions hear the senders' subjects now, and the subjects heard since their last read. */
   private hearing = 0;
   private readonly heard = new Set<string>();
@@ -787,11 +789,14 @@ class JetStreamTransportImpl implements JetStreamTransport {
           // The feed passes the publish on a moment after it is heard. One that passed on
           // nothing within a poll interval has stalled (its consumer lost, not yet noticed):
           // the sender gets a pass, which reads the stream (the subject is heard).
+          const heard = (this.heardCounts.get(msg.subject) ?? 0) + 1;
+          this.heardCounts.set(msg.subject, heard);
           if (this.stallChecks.has(msg.subject)) return;
-          const received = feed.received;
+          const [received, before] = [feed.received, heard - 1];
           this.stallChecks.set(msg.subject, setTimeout(() => {
             this.stallChecks.delete(msg.subject);
-            if (open && feed.received === received && this.heard.has(msg.subject)) listener(sender);
+            // Fewer passed on than heard since (a publish the stream refused counts too: one pass too many, never a message less).
+            if (open && feed.received - received < (this.heardCounts.get(msg.subject) ?? 0) - before) listener(sender);
           }, this.pollMs).unref());
         },
       });
@@ -961,8 +966,8 @@ class JetStreamAgentLink implements AgentLink {
     // A tick wakes the agent only when a fetch could find something the feed did not bring:
     // a delivery heard and not read, no working feed, or a "nothing there" no longer
     // trusted (FEED_TRUST_POLLS polls old, another connection, or disconnected: an idle
-    // agent learns of a shortage). Waking it at every tick cost an idle machine of the
-    // cluster ~50 ms of CPU a second at 500 ms polls (an actor step and a fetch per agent).
+    // agent learns of a shortage). Waking it at every tick (an actor step and a fetch per
+    // agent) was most of an idle cluster machine's CPU (docs/architecture.md, "onWork").
     this.poll ??= setInterval(() => {
       if (this.mayHaveWork()) this.notify();
     }, this.t.pollMs);
