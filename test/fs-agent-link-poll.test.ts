@@ -112,4 +112,24 @@ describe('fs agent link: the safety poll of an idle agent', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(JSON.parse(fs.readFileSync(agentPaths(root, 'a').cursor, 'utf8')).seq).toBe(5);
   });
+
+  it('a close with a cursor mirror write under way resolves once it landed: no temp file is left behind, cursor.json holds the last cursor', async () => {
+    // A graceful stop ended the host thread before the write under way was renamed: the
+    // full suite found `.tmp-cursor.json-<pid>-…` in an agent folder after the supervisor
+    // SIGKILL test's final stop (swept at the next start, but left by a clean stop).
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
+    const link = new FsAgentLink(root, 'a', { pollMs: 3_600_000 });
+    await link.restore();
+    const context = (cursor: number) => ({ agentId: 'a', cursor, handled: cursor, turns: cursor, brainState: null, timers: [] });
+    for (let c = 1; c <= 3; c++) await link.commit(context(c), []);
+    (link as unknown as { mirrorCursorSoon(): void }).mirrorCursorSoon(); // the lazy mirror starts now, off this thread
+    await link.close();
+    // A write still under way finishes its temp file meanwhile, not its rename (that needs this thread).
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 30);
+    const dir = agentPaths(root, 'a').dir;
+    expect(fs.readdirSync(dir).filter((n) => n.startsWith('.tmp-'))).toEqual([]);
+    expect(JSON.parse(fs.readFileSync(agentPaths(root, 'a').cursor, 'utf8')).seq).toBe(3);
+  });
 });

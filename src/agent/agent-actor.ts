@@ -252,7 +252,7 @@ export class AgentActor {
     });
     if (hosted.get(this.id) === this) hosted.delete(this.id);
     this.marker?.close();
-    this.link.close();
+    await this.link.close();
     await this.o.brain.close?.();
     this.o.emit({ type: 'actor.stopped', agent: this.id });
     return stopped;

@@ -195,22 +195,25 @@ export class FsAgentLink implements AgentLink {
     }
   }
 
-  close(): void {
+  close(): void | Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.poll?.();
     this.poll = null;
     this.listeners.clear();
+    let landed: Promise<void> | undefined;
     if (this.mirroring) {
       // The last word is the latest cursor: written once the write under way has landed.
+      // A stop awaits it: a thread that ended first left the write's temp file behind.
       const last = this.cursor;
       if (this.mirror) clearTimeout(this.mirror);
       this.mirror = null;
-      void this.mirroring.then(() => this.mirrorCursor(last));
+      landed = this.mirroring.then(() => this.mirrorCursor(last));
     } else if (this.mirror) this.mirrorCursor();
     this.store?.close();
     this.store = null;
     this.onClose();
+    return landed;
   }
 
   /** One mirror write at a time (a later one must not be renamed over by an earlier). */

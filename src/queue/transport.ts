@@ -95,7 +95,8 @@ export interface AgentLink {
    * save fails with E_CONFLICT). Absent on one machine, where the folder is the store.
    */
   readonly conversation?: ConversationStore;
-  close(): void;
+  /** Stops it; a promise when something it started still lands (the filesystem's cursor mirror): a stop awaits it. */
+  close(): void | Promise<void>;
 }
 
 export interface ConversationStore {
