@@ -8,7 +8,8 @@
 // failover time: the machine holding an agent's lease is SIGKILLed and a probe request is
 // sent every 50 ms until one is answered. Every system is checked for exactly-once. Also
 // what the cluster's round trips ask of NATS (API requests, KV updates, stream publishes per
-// round trip), counted on the wire by a subscriber. JSON out.
+// round trip), counted on the wire by a subscriber, and what the cluster costs idle (each
+// machine's and the nats-server's CPU per second while nothing is sent). JSON out.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,6 +30,8 @@ const FIXTURE = path.join(REPO, 'test', 'fixtures', 'cluster-host.ts');
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2_000);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+const IDLE_SETTLE_MS = Number(process.env.BENCH_IDLE_SETTLE_MS ?? 15_000);
+const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 10_000);
 const AGENTS = Array.from({ length: 8 }, (_, i) => `echo-${i}`);
 const REMOTE = new Set(AGENTS.slice(4)); // on h2, the client on h1
 const base = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'hive-bench-cluster-'));
@@ -211,6 +214,19 @@ for (const p of peers) {
   await new Promise((res) => setTimeout(res, 300));
   checks[p.name] = await p.check(sent[p.name] ?? []);
 }
+// What the cluster costs while nothing is sent (every agent's and the router's polls, NATS
+// pings, leases): CPU of each machine's process and of the nats-server, after a pause that
+// lets the rounds' garbage collections and V8's post-load heap shrinking pass.
+const cluster = peers.find((p) => p.name === 'cluster') as Peer & { machines: Machine[] };
+await new Promise((res) => setTimeout(res, IDLE_SETTLE_MS));
+const idlePids = [...cluster.machines.map((m) => m.child.pid!), server.process.pid!];
+const processCpuMs = (pid: number) => {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10; // utime + stime, in ticks of 10 ms (USER_HZ 100)
+};
+const idle0 = idlePids.map(processCpuMs);
+await new Promise((res) => setTimeout(res, IDLE_MS));
+const idleCpu = idlePids.map((pid, i) => round((processCpuMs(pid) - idle0[i]!) / (IDLE_MS / 1000), 1));
 for (const p of peers) await p.close();
 const fail = await failover(server);
 await server.stop();
@@ -237,6 +253,7 @@ const result = {
     kvUpdates: round(median(natsPerRoundTrip.kv), 2),
     streamPublishes: round(median(natsPerRoundTrip.hive), 2),
   },
+  idleCpuMsPerSecond: { h1: idleCpu[0], h2: idleCpu[1], natsServer: idleCpu[2], what: `each process's CPU while nothing is sent, ${IDLE_MS / 1000} s after a ${IDLE_SETTLE_MS / 1000} s pause (the machines poll every 500 ms)` },
   failover: { leaseMs: 2_000, killedToAnsweringMs: round(fail.ms, 0), everyProbeAnsweredOnce: fail.answeredOnce },
   targets: { crossMachineP50Ms: 5, pairsPerSecond: 500, failoverMs: 10_000 },
   allExactlyOnce: Object.values(checks).every((c) => c.exactlyOnce) && fail.answeredOnce,
