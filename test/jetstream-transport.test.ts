@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMessage } from '../src/protocol/message.ts';
+import type { PendingItem } from '../src/queue/transport.ts';
 import { describeTransportConformance } from './conformance/transport.ts';
 import { createJetStreamTransport, type JetStreamTransport } from '../src/queue/jetstream-transport.ts';
 import { startNatsServer, type NatsServer } from './helpers/nats-server.ts';
@@ -400,6 +401,39 @@ describe('jetstream transport: a read that found nothing is not made again while
     const own = createMessage({ from: 'a', to: 'b', act: 'inform', body: 'sent here' });
     await t.send([own]);
     expect((await t.pending('a')).map((p) => p.message?.id)).toEqual([own.id]);
+    off();
+    await gets.close();
+  });
+
+  it("a pass over a sender whose publish was heard but is not in the feed yet waits for the feed instead of asking the stream", async () => {
+    const prefix = `fedwait${process.pid}`;
+    // A generous wait, so that the test does not depend on how fast the consumer is under load.
+    const t = await createJetStreamTransport({ servers: [server!.url], prefix, feedWaitMs: 500 });
+    opened.push(t);
+    const other = await open(prefix);
+    const off = t.onSent(() => undefined);
+    const gets = await countGets(`${prefix}_OUT`);
+    await t.pending('a'); // opens the feeds of a's subjects
+    await new Promise((r) => setTimeout(r, 100));
+    const before = gets.count();
+    // The pass runs the moment the router's connection hears the publish (as one kicked by a
+    // host's port does when the machine is slow): the consumer has not passed it on yet.
+    const nc = (t as unknown as { nc: { subscribe(s: string, o: { callback: () => void }): { unsubscribe(): void }; flush(): Promise<void> } }).nc;
+    const passes: Promise<PendingItem[]>[] = [];
+    // (A microtask later: the transport's own subscription has heard it by then.)
+    const sub = nc.subscribe(`${prefix}.send.a`, { callback: () => queueMicrotask(() => passes.push(t.pending('a'))) });
+    await nc.flush(); // subscribed on the server before the first publish
+    for (let i = 0; i < 5; i++) {
+      const m = createMessage({ from: 'a', to: 'b', act: 'inform', body: `sent elsewhere ${i}` });
+      await other.send([m]);
+      await until('the pass', () => passes.length === i + 1);
+      const pending = await passes[i]!;
+      expect(pending.map((p) => p.message?.id)).toEqual([m.id]); // the router's pass has it at once
+      await t.settle('a', pending.map((p) => p.ref));
+    }
+    // Before, each of these passes found the subject heard and asked the stream.
+    expect(gets.count() - before).toBeLessThanOrEqual(1);
+    sub.unsubscribe();
     off();
     await gets.close();
   });

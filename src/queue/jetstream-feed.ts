@@ -31,6 +31,7 @@ export class SubjectFeed {
   private heldBytes = 0;
   /** How many messages the consumer has passed on: a caller that heard a publish tells a stalled feed by this not moving. */
   received = 0;
+  private waiters: { count: number; done: () => void }[] = [];
 
   constructor(
     private readonly js: JetStreamClient,
@@ -54,6 +55,7 @@ export class SubjectFeed {
       for await (const m of messages) {
         this.received++;
         this.held.push({ seq: m.seq, subject: m.subject, data: m.data });
+        if (this.waiters.length > 0) this.wake();
         this.heldBytes += m.data.length;
         this.passedAll = m.info.pending === 0;
         // Nobody reads it any more (its agent runs elsewhere now): let it go rather than grow.
@@ -62,6 +64,7 @@ export class SubjectFeed {
       }
     })().catch(() => undefined).finally(() => {
       this.stopped = true; // every read goes to the stream from now on
+      this.wake(true);
     });
     return this;
   }
@@ -88,6 +91,31 @@ export class SubjectFeed {
     return this.passedAll;
   }
 
+  /**
+   * Resolves once the consumer has passed on `count` messages in all (`received`), or after
+   * `ms`, or when the feed closes or stops: a reader that heard a publish waits a moment for
+   * it here rather than asking the stream.
+   */
+  receivedAtLeast(count: number, ms: number): Promise<void> {
+    if (this.received >= count || !this.usable) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const waiter = { count, done };
+      this.waiters.push(waiter);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  }
+
+  private wake(all = false): void {
+    const due = all ? this.waiters : this.waiters.filter((w) => w.count <= this.received);
+    if (due.length === 0) return;
+    this.waiters = all ? [] : this.waiters.filter((w) => w.count > this.received);
+    for (const w of due) w.done();
+  }
+
   /** False once closed or stopped: open a new one. */
   get usable(): boolean {
     return !this.closed && !this.stopped;
@@ -95,6 +123,7 @@ export class SubjectFeed {
 
   close(): void {
     this.closed = true;
+    this.wake(true);
     this.held.length = 0;
     this.heldBytes = 0;
     void this.messages?.close().catch(() => undefined);

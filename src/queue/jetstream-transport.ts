@@ -53,6 +53,8 @@ export interface JetStreamTransportOptions {
   duplicateWindowMs?: number;
   /** How often an agent's link looks for work it was not told of (ms, default 2000). */
   pollMs?: number;
+  /** How long the router's read waits for a publish it heard to reach the subject's feed before asking the stream (ms, default 3). */
+  feedWaitMs?: number;
 }
 
 export interface JetStreamTransport extends Transport {
@@ -101,6 +103,12 @@ const READ_WINDOW = 128;
  * that stalled without saying so costs a delay, never a message.
  */
 const FEED_TRUST_POLLS = 10;
+/**
+ * How long the router's read waits for its feed to pass on a publish it heard before asking
+ * the stream (ms): the consumer sends a message right after the stream stores it, ~0.1–1 ms
+ * on loopback.
+ */
+const FEED_WAIT_MS = 3;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -172,7 +180,7 @@ export async function createJetStreamTransport(options: JetStreamTransportOption
   const deadKv = await whileStarting(() => kvm.create(`${p}_dead`, { replicas, history: 1 }));
   // No direct gets: a follower that is behind would answer an old conversation or memory.
   const filesKv = await whileStarting(() => kvm.create(`${p}_files`, { replicas, history: 1, allow_direct: false } as Parameters<Kvm['create']>[1]));
-  return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, new FencedFiles(filesKv), p, replicas, options.duplicateWindowMs, options.pollMs ?? 2_000);
+  return new JetStreamTransportImpl(nc, js, jsm, routedKv, deadKv, new FencedFiles(filesKv), p, replicas, options.duplicateWindowMs, options.pollMs ?? 2_000, options.feedWaitMs ?? FEED_WAIT_MS);
 }
 
 /**
@@ -230,9 +238,14 @@ class JetStreamTransportImpl implements JetStreamTransport {
   private readonly stallChecks = new Map<string, NodeJS.Timeout>();
   /** Per subject, the publishes heard on it (the stall check compares them with what its feed passed on). */
   private readonly heardCounts = new Map<string, number>();
-  /** How many `onSent` subscriptions hear the senders' subjects now, and the subjects heard since their last read. */
+  /** How many `onSent` subscriptions hear the senders' subjects now. */
   private hearing = 0;
-  private readonly heard = new Set<string>();
+  /**
+   * Per subject, the publishes heard since its last read of the stream, and how many its
+   * feed had passed on then: more heard than passed on since means one is not in the feed
+   * yet (or the stream refused it).
+   */
+  private readonly heardSinceRead = new Map<string, { heard: number; fedAt: number }>();
   /** Per subject, where and when the last read of the stream found nothing on it (while publishes were heard). */
   private readonly readEnd = new Map<string, { seq: number; at: number; connection: number }>();
   /**
@@ -256,6 +269,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     private readonly replicas: number,
     private readonly duplicateWindowMs: number | undefined,
     readonly pollMs: number,
+    private readonly feedWaitMs: number,
   ) {
     void (async () => {
       for await (const st of nc.status()) {
@@ -279,6 +293,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     for (const f of this.feeds.values()) void f.then((x) => x?.close());
     this.feeds.clear();
     this.liveFeeds.clear();
+    this.heardSinceRead.clear();
     for (const link of this.links.values()) link.dropFeed();
     for (const sender of new Set(senders)) this.sentListeners.forEach((l) => l(sender));
   }
@@ -449,8 +464,17 @@ class JetStreamTransportImpl implements JetStreamTransport {
     // holds nothing (read-your-writes: a publish just acknowledged), the stream itself
     // from where the feed ends: one request that finds nothing when the feed had it all.
     const f = await feed;
-    const out: FedMsg[] = f?.after(seq) ?? [];
+    let out: FedMsg[] = f?.after(seq) ?? [];
     if (out.length > 0 && f!.caughtUp) return out;
+    // A publish heard and not passed on yet: the feed usually has it a moment later (the
+    // stream stores it, then the consumer sends it). Waiting that moment saves asking the
+    // stream, which the router did on most round trips when the machine was slow (a pass
+    // kicked by the host's port ran before the feed had the commit).
+    if (f?.usable && this.unfed(subject, f) > 0) {
+      await f.receivedAtLeast(f.received + this.unfed(subject, f), this.feedWaitMs);
+      out = f.after(seq) ?? [];
+      if (out.length > 0 && f.caughtUp && this.unfed(subject, f) <= 0) return out;
+    }
     const next = out.length > 0 ? out.at(-1)!.seq + 1 : seq;
     // Nor when the stream had nothing from here at the last read and no publish on the
     // subject was heard since: one since would have been heard (a publish through this
@@ -458,8 +482,8 @@ class JetStreamTransportImpl implements JetStreamTransport {
     // saves the request that finds nothing on the subject a sender does not use (an agent's
     // sends, a client's commit records) on every pass.
     // Not trusted for longer than FEED_TRUST_POLLS polls (a feed that stalled costs a delay).
-    if (this.hearing > 0 && f?.usable && !this.heard.has(subject) && this.trusts(this.readEnd.get(subject), next)) return out;
-    this.heard.delete(subject);
+    if (this.hearing > 0 && f?.usable && this.unfed(subject, f) <= 0 && this.trusts(this.readEnd.get(subject), next)) return out;
+    this.heardSinceRead.set(subject, { heard: 0, fedAt: f?.received ?? 0 });
     const reading = { at: Date.now(), hearing: this.hearing > 0, connection: this.connection };
     for (let at = next; ; ) {
       const m = await this.nextOn(`${this.prefix}_OUT`, subject, at);
@@ -472,6 +496,12 @@ class JetStreamTransportImpl implements JetStreamTransport {
       if (out.length >= 4 * READ_WINDOW) break; // the caller asks again for more
     }
     return out;
+  }
+
+  /** Publishes heard on `subject` since its last read of the stream that `feed` has not passed on. */
+  private unfed(subject: string, feed: SubjectFeed): number {
+    const h = this.heardSinceRead.get(subject);
+    return h ? h.heard - (feed.received - h.fedAt) : 0;
   }
 
   /**
@@ -782,9 +812,11 @@ class JetStreamTransportImpl implements JetStreamTransport {
       return this.nc.subscribe(`${head}*`, {
         // A subject with a working feed is routed when the feed has it (a pass then needs no request).
         callback: (_err, msg) => {
-          this.heard.add(msg.subject);
           const sender = senderOfSubject(msg.subject);
           const feed = this.liveFeeds.get(msg.subject);
+          const since = this.heardSinceRead.get(msg.subject);
+          if (since) since.heard++;
+          else this.heardSinceRead.set(msg.subject, { heard: 1, fedAt: feed?.received ?? 0 });
           if (!feed?.usable) return listener(sender);
           // The feed passes the publish on a moment after it is heard. One that passed on
           // nothing within a poll interval has stalled (its consumer lost, not yet noticed):
