@@ -8,6 +8,17 @@ import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { tempRoot } from './helpers/temp.ts';
 
+/** A hive with agent `a`, its link restored (polls driven by hand), and a context at a given cursor. */
+async function restoredLink() {
+  const root = tempRoot();
+  await ensureHive(root);
+  await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
+  const link = new FsAgentLink(root, 'a', { pollMs: 3_600_000 });
+  await link.restore();
+  const context = (cursor: number) => ({ agentId: 'a', cursor, handled: cursor, turns: cursor, brainState: null, timers: [] });
+  return { root, link, context };
+}
+
 describe('fs agent link: the safety poll of an idle agent', () => {
   it('wakes its listener only when inbox/.synced changed (a delivery), and every 15th tick regardless', async () => {
     const root = tempRoot();
@@ -99,12 +110,7 @@ describe('fs agent link: the safety poll of an idle agent', () => {
   });
 
   it('cursor.json mirrors the last committed cursor after a close, even with a mirror write still under way', async () => {
-    const root = tempRoot();
-    await ensureHive(root);
-    await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
-    const link = new FsAgentLink(root, 'a', { pollMs: 3_600_000 });
-    await link.restore();
-    const context = (cursor: number) => ({ agentId: 'a', cursor, handled: cursor, turns: cursor, brainState: null, timers: [] });
+    const { root, link, context } = await restoredLink();
     await link.commit(context(1), []);
     await new Promise((r) => setTimeout(r, 300)); // the lazy mirror (250 ms) is under way or done
     for (let c = 2; c <= 5; c++) await link.commit(context(c), []);
@@ -117,12 +123,7 @@ describe('fs agent link: the safety poll of an idle agent', () => {
     // A graceful stop ended the host thread before the write under way was renamed: the
     // full suite found `.tmp-cursor.json-<pid>-…` in an agent folder after the supervisor
     // SIGKILL test's final stop (swept at the next start, but left by a clean stop).
-    const root = tempRoot();
-    await ensureHive(root);
-    await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
-    const link = new FsAgentLink(root, 'a', { pollMs: 3_600_000 });
-    await link.restore();
-    const context = (cursor: number) => ({ agentId: 'a', cursor, handled: cursor, turns: cursor, brainState: null, timers: [] });
+    const { root, link, context } = await restoredLink();
     for (let c = 1; c <= 3; c++) await link.commit(context(c), []);
     (link as unknown as { mirrorCursorSoon(): void }).mirrorCursorSoon(); // the lazy mirror starts now, off this thread
     await link.close();
