@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import { median, round, summarize } from './bench/stats.ts';
 import { checkCounts, type Peer, type PeerCheck } from './bench/peers/peer.ts';
-import { peerWorkload } from './bench/peers/workload.ts';
+import { peerWorkload, processCpuMs } from './bench/peers/workload.ts';
 import { startHivePeer } from './bench/peers/hive.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { writeOutboxAsync } from '../src/queue/outbox.ts';
@@ -220,10 +220,6 @@ for (const p of peers) {
 const cluster = peers.find((p) => p.name === 'cluster') as Peer & { machines: Machine[] };
 await new Promise((res) => setTimeout(res, IDLE_SETTLE_MS));
 const idlePids = [...cluster.machines.map((m) => m.child.pid!), server.process.pid!];
-const processCpuMs = (pid: number) => {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10; // utime + stime, in ticks of 10 ms (USER_HZ 100)
-};
 const idle0 = idlePids.map(processCpuMs);
 await new Promise((res) => setTimeout(res, IDLE_MS));
 const idleCpu = idlePids.map((pid, i) => round((processCpuMs(pid) - idle0[i]!) / (IDLE_MS / 1000), 1));

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMessage } from '../src/protocol/message.ts';
 import type { PendingItem } from '../src/queue/transport.ts';
 import { describeTransportConformance } from './conformance/transport.ts';
-import { createJetStreamTransport, type JetStreamTransport } from '../src/queue/jetstream-transport.ts';
+import { createJetStreamTransport, type JetStreamTransport, type JetStreamTransportOptions } from '../src/queue/jetstream-transport.ts';
 import { startNatsServer, type NatsServer } from './helpers/nats-server.ts';
 import { connect, jetstreamManager } from '../src/queue/nats.ts';
 
@@ -12,8 +12,8 @@ const opened: JetStreamTransport[] = [];
 const prefixOf = new WeakMap<object, string>();
 let n = 0;
 
-async function open(prefix: string): Promise<JetStreamTransport> {
-  const t = await createJetStreamTransport({ servers: [server!.url], prefix });
+async function open(prefix: string, options: Partial<JetStreamTransportOptions> = {}): Promise<JetStreamTransport> {
+  const t = await createJetStreamTransport({ servers: [server!.url], prefix, ...options });
   for (const id of ['a', 'b', 'c']) await t.ensureAgent(id);
   prefixOf.set(t, prefix);
   opened.push(t);
@@ -342,9 +342,7 @@ describe('jetstream transport: a read that found nothing is not made again while
 
   it("an idle agent's fetches ask NATS nothing while its feed works, and its polls wake it only when that is no longer trusted; a delivery by another instance wakes it and is read; after FEED_TRUST_POLLS polls the stream is asked again", async () => {
     const prefix = `idle${process.pid}`;
-    const t = await createJetStreamTransport({ servers: [server!.url], prefix, pollMs: 50 });
-    opened.push(t);
-    await t.ensureAgent('b');
+    const t = await open(prefix, { pollMs: 50 });
     const other = await open(prefix);
     const gets = await countGets(`${prefix}_IN_b`);
     const link = t.agent('b');
@@ -408,8 +406,7 @@ describe('jetstream transport: a read that found nothing is not made again while
   it("a pass over a sender whose publish was heard but is not in the feed yet waits for the feed instead of asking the stream", async () => {
     const prefix = `fedwait${process.pid}`;
     // A generous wait, so that the test does not depend on how fast the consumer is under load.
-    const t = await createJetStreamTransport({ servers: [server!.url], prefix, feedWaitMs: 500 });
-    opened.push(t);
+    const t = await open(prefix, { feedWaitMs: 500 });
     const other = await open(prefix);
     const off = t.onSent(() => undefined);
     const gets = await countGets(`${prefix}_OUT`);
@@ -440,8 +437,7 @@ describe('jetstream transport: a read that found nothing is not made again while
 
   it("a feed whose consumer is gone (as after the server started again) does not hold a heard send back: its sender gets a pass within a poll interval and the send is pending", async () => {
     const prefix = `stall${process.pid}`;
-    const t = await createJetStreamTransport({ servers: [server!.url], prefix, pollMs: 100 });
-    opened.push(t);
+    const t = await open(prefix, { pollMs: 100 });
     const other = await open(prefix);
     const heard: number[] = [];
     const off = t.onSent(() => heard.push(Date.now()));

@@ -234,10 +234,8 @@ class JetStreamTransportImpl implements JetStreamTransport {
   /** The same, once opened: a publish heard on a subject with a working feed waits for the feed. */
   private readonly liveFeeds = new Map<string, SubjectFeed>();
   private readonly sentListeners = new Set<(sender: string) => void>();
-  /** Per subject heard while its feed was usable, the check that the feed passed something on. */
+  /** Per subject heard while its feed was usable, the check that the feed passed it on. */
   private readonly stallChecks = new Map<string, NodeJS.Timeout>();
-  /** Per subject, the publishes heard on it (the stall check compares them with what its feed passed on). */
-  private readonly heardCounts = new Map<string, number>();
   /** How many `onSent` subscriptions hear the senders' subjects now. */
   private hearing = 0;
   /**
@@ -470,10 +468,11 @@ class JetStreamTransportImpl implements JetStreamTransport {
     // stream stores it, then the consumer sends it). Waiting that moment saves asking the
     // stream, which the router did on most round trips when the machine was slow (a pass
     // kicked by the host's port ran before the feed had the commit).
-    if (f?.usable && this.unfed(subject, f) > 0) {
-      await f.receivedAtLeast(f.received + this.unfed(subject, f), this.feedWaitMs);
-      out = f.after(seq) ?? [];
-      if (out.length > 0 && f.caughtUp && this.unfed(subject, f) <= 0) return out;
+    const unfed = f?.usable ? this.unfed(subject, f) : 0;
+    if (unfed > 0) {
+      await f!.receivedAtLeast(f!.received + unfed, this.feedWaitMs);
+      out = f!.after(seq) ?? [];
+      if (out.length > 0 && f!.caughtUp && this.unfed(subject, f!) <= 0) return out;
     }
     const next = out.length > 0 ? out.at(-1)!.seq + 1 : seq;
     // Nor when the stream had nothing from here at the last read and no publish on the
@@ -796,6 +795,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
       this.feeds.delete(subject);
       this.liveFeeds.delete(subject);
       this.readEnd.delete(subject);
+      this.heardSinceRead.delete(subject);
       void feed.then((f) => f?.close());
     }
   }
@@ -818,17 +818,15 @@ class JetStreamTransportImpl implements JetStreamTransport {
           if (since) since.heard++;
           else this.heardSinceRead.set(msg.subject, { heard: 1, fedAt: feed?.received ?? 0 });
           if (!feed?.usable) return listener(sender);
-          // The feed passes the publish on a moment after it is heard. One that passed on
-          // nothing within a poll interval has stalled (its consumer lost, not yet noticed):
-          // the sender gets a pass, which reads the stream (the subject is heard).
-          const heard = (this.heardCounts.get(msg.subject) ?? 0) + 1;
-          this.heardCounts.set(msg.subject, heard);
+          // The feed passes the publish on a moment after it is heard. One that still has not
+          // passed on all it was heard published since the subject's last read a poll
+          // interval later has stalled (its consumer lost, not yet noticed): the sender gets
+          // a pass, which reads the stream (a publish the stream refused counts too: one
+          // pass too many, never a message less).
           if (this.stallChecks.has(msg.subject)) return;
-          const [received, before] = [feed.received, heard - 1];
           this.stallChecks.set(msg.subject, setTimeout(() => {
             this.stallChecks.delete(msg.subject);
-            // Fewer passed on than heard since (a publish the stream refused counts too: one pass too many, never a message less).
-            if (open && feed.received - received < (this.heardCounts.get(msg.subject) ?? 0) - before) listener(sender);
+            if (open && this.unfed(msg.subject, feed) > 0) listener(sender);
           }, this.pollMs).unref());
         },
       });
@@ -941,7 +939,7 @@ class JetStreamAgentLink implements AgentLink {
     // since (the turn after a reply, an idle poll): one since reaches the feed and wakes
     // the agent. Not trusted for longer than FEED_TRUST_POLLS polls.
     const next = fed.length > 0 ? fed.at(-1)!.seq + 1 : afterSeq + 1;
-    if (this.sub && whole && feed?.usable && this.heard.size === 0 && this.t.trusts(this.readEnd, next)) return entries;
+    if (this.sub && whole && this.nothingNewFrom(next)) return entries;
     // Then from the stream where the feed ends: a publish may be in the stream before the
     // consumer passes it on (one request that finds nothing when the feed had it all).
     this.heard.clear();
@@ -1014,8 +1012,13 @@ class JetStreamAgentLink implements AgentLink {
     for (const l of this.listeners) l();
   }
 
+  /** The feed works, no delivery was heard and not read, and the stream's last "nothing there" from at or before `next` is still trusted. */
+  private nothingNewFrom(next: number): boolean {
+    return !!this.feed?.usable && this.heard.size === 0 && this.t.trusts(this.readEnd, next);
+  }
+
   private mayHaveWork(): boolean {
-    return !this.feed?.usable || this.heard.size > 0 || !this.readEnd || !this.t.trusts(this.readEnd, this.readEnd.seq);
+    return !this.nothingNewFrom(this.readEnd?.seq ?? 0);
   }
 
   /** The connection came back: the feed is opened again at the next fetch, which reads the stream. */

@@ -2,20 +2,21 @@ import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { Peer } from './peer.ts';
 
+/** CPU time (ms) of another process, every thread (0 once it is gone: a failover phase kills one). */
+export function processCpuMs(pid: number): number {
+  const tick = 100; // USER_HZ on Linux
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) / tick) * 1000;
+  } catch {
+    return 0;
+  }
+}
+
 /** CPU time (ms) of this process (every thread) and of the given server processes (gone ones count 0). */
 export function cpuMs(pids: number[]): number {
   const self = process.cpuUsage();
-  let ms = (self.user + self.system) / 1000;
-  const tick = 100; // USER_HZ on Linux
-  for (const pid of pids) {
-    try {
-      const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ms += ((Number(fields[11]) + Number(fields[12])) / tick) * 1000;
-    } catch {
-      // gone (a failover phase kills one)
-    }
-  }
-  return ms;
+  return (self.user + self.system) / 1000 + pids.reduce((ms, pid) => ms + processCpuMs(pid), 0);
 }
 
 /**
