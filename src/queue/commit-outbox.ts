@@ -229,20 +229,17 @@ export function parseCommitRef(ref: string): RoutedMark | null {
   return m ? { commit: Number(m[1]), index: Number(m[2]) } : null;
 }
 
-/** Marker files kept open by one writer (the actor's `committed`, the router's `routed`). */
+/**
+ * Marker files kept open by one writer (the actor's `committed`, the router's `routed`).
+ * How many stay open is the thread's open-files registry's business (src/fs/open-files.ts):
+ * a marker past its cap lets its descriptor go and opens it again at its next write.
+ */
 export class MarkWriter {
   private readonly markers = new Map<string, MarkerFile>();
 
   write(file: string, value: unknown): void {
     let m = this.markers.get(file);
-    if (!m) {
-      if (this.markers.size >= 512) {
-        const [oldest, old] = this.markers.entries().next().value as [string, MarkerFile];
-        old.close();
-        this.markers.delete(oldest);
-      }
-      this.markers.set(file, (m = new MarkerFile(file, 64)));
-    }
+    if (!m) this.markers.set(file, (m = new MarkerFile(file, 64)));
     m.writeFollowing(value);
   }
 

@@ -307,17 +307,16 @@ export class InboxWriter implements Reopenable {
   /** The current segment opened again after `closeIdle`: false when it is not as it was left. */
   private reopenSegment(): boolean {
     const seg = this.segments.at(-1);
-    if (!seg) return false;
     let fd: number | null = null;
     try {
-      fd = fs.openSync(seg.file, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-      const st = fs.fstatSync(fd);
-      if (st.isFile() && st.size === this.size) return (this.fd = fd) !== null;
+      if (seg) fd = fs.openSync(seg.file, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
     } catch {
       // gone, or not a file to open: recovered instead
     }
-    if (fd !== null) fs.closeSync(fd);
-    return false;
+    const st = fd === null ? null : fs.fstatSync(fd);
+    if (st?.isFile() && st.size === this.size) this.fd = fd;
+    else if (fd !== null) fs.closeSync(fd);
+    return this.fd !== null;
   }
 }
 
