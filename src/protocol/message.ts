@@ -1,6 +1,7 @@
 // zod/mini: the same schema engine, tree-shakable. Every worker validates messages; the
 // classic API would add an order of magnitude more code to parse to every worker's start.
 import * as z from 'zod/mini';
+import { regexes } from 'zod/v4/core';
 import { HiveError, describeValue } from '../errors.ts';
 import { AGENT_ID_PATTERN, BROADCAST, GOD_ID, HUMAN_ALIAS, isAgentId } from './agent-id.ts';
 import { MESSAGE_ID_PATTERN, newId } from './ids.ts';
@@ -107,7 +108,9 @@ function problemsOf(error: { issues: z.core.$ZodIssue[] }, input: unknown): Fiel
   });
 }
 
-const DATETIME_PATTERN = z.core.regexes.datetime({ offset: true });
+// `regexes` from zod's core, not `z.core.regexes`: reaching through `z.core` keeps the whole
+// core namespace (every locale included) in each worker's bundle.
+const DATETIME_PATTERN = regexes.datetime({ offset: true });
 const ACT_SET: ReadonlySet<string> = new Set(ACTS);
 const isMessageId = (v: unknown): v is string => typeof v === 'string' && MESSAGE_ID_PATTERN.test(v);
 
