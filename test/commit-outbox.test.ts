@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { tempRoot } from './helpers/temp.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { agentPaths } from '../src/layout/paths.ts';
@@ -78,6 +78,35 @@ describe('the commit record as the outbox', () => {
     expect((await route(root)).delivered.map((d) => d.id)).toEqual([first.id]);
     new StateStore(root, 'a', 2).markRestored(); // the actor's start: flush, then mark
     expect((await route(root)).delivered.map((d) => d.id)).toEqual([second.id]);
+  });
+
+  it('a start flushes and marks only what is not marked yet: a marked last commit, or no commit at all, costs no flush and no marker write', async () => {
+    const root = await hive();
+    const committed = agentPaths(root, 'a').committed;
+    const writes = () => {
+      const spies = [vi.spyOn(fs, 'fdatasyncSync'), vi.spyOn(fs, 'fsyncSync'), vi.spyOn(fs, 'writeSync')];
+      return () => {
+        const n = spies.reduce((sum, s) => sum + s.mock.calls.length, 0);
+        for (const s of spies) s.mockRestore();
+        return n;
+      };
+    };
+    let done = writes();
+    new StateStore(root, 'a', 0).markRestored(); // a new agent: nothing committed
+    expect(done()).toBe(0);
+    expect(fs.existsSync(committed)).toBe(false);
+    const store = new StateStore(root, 'a', 0);
+    store.append(context(1), [note(1)]);
+    store.close();
+    done = writes();
+    new StateStore(root, 'a', 1).markRestored(); // its commit was flushed and marked
+    expect(done()).toBe(0);
+    // Killed between the flush and the mark: the start flushes and marks.
+    fs.writeFileSync(committed, JSON.stringify({ commit: 0 }));
+    done = writes();
+    new StateStore(root, 'a', 1).markRestored();
+    expect(done()).toBeGreaterThanOrEqual(2);
+    expect(JSON.parse(fs.readFileSync(committed, 'utf8'))).toEqual({ commit: 1 });
   });
 
   it('a router that falls behind loses nothing when the log wraps: the unrouted messages are spilled as outbox files first, and each is delivered once', async () => {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { hiveModes } from './modes.ts';
 import { openFiles, type Reopenable } from './open-files.ts';
+import { readRegularFile } from './regular-file.ts';
 
 /**
  * A small JSON record rewritten in place through a file descriptor kept open: one
@@ -85,5 +86,14 @@ export class MarkerFile implements Reopenable {
   closeIdle(): boolean {
     this.close();
     return true;
+  }
+}
+
+/** What a marker holds, or null when it is missing or unreadable (a regular file only). */
+export function readMarker(file: string): unknown {
+  try {
+    return JSON.parse(readRegularFile(file, 'utf8')) as unknown;
+  } catch {
+    return null;
   }
 }
