@@ -5,6 +5,8 @@ import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { agentPaths } from '../src/layout/paths.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { StateStore, encodeCommitLine, readStateFile } from '../src/agent/state-store.ts';
+import { restoreAgentState } from '../src/agent/restore.ts';
+import { commitCursor, readCursor } from '../src/queue/cursor.ts';
 import { spillUnrouted } from '../src/agent/spill.ts';
 import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { DEFAULT_ROUTER_SETTINGS, routeOnce } from '../src/router/route.ts';
@@ -107,6 +109,23 @@ describe('the commit record as the outbox', () => {
     new StateStore(root, 'a', 1).markRestored();
     expect(done()).toBeGreaterThanOrEqual(2);
     expect(JSON.parse(fs.readFileSync(committed, 'utf8'))).toEqual({ commit: 1 });
+  });
+
+  it('a restore rewrites cursor.json only when it differs from the last commit\'s cursor', async () => {
+    const root = await hive();
+    const store = new StateStore(root, 'a', 0);
+    store.append(context(4), [note(1)]);
+    store.close();
+    const cursorFile = agentPaths(root, 'a').cursor;
+    commitCursor(root, 'a', 2); // behind: a mirror that was not written before a crash
+    expect(restoreAgentState(root, 'a').context.cursor).toBe(4);
+    expect(readCursor(root, 'a')).toBe(4);
+    const ino = fs.statSync(cursorFile).ino; // each rewrite is a new file renamed into place
+    restoreAgentState(root, 'a');
+    expect(fs.statSync(cursorFile).ino).toBe(ino);
+    fs.writeFileSync(cursorFile, 'not json');
+    restoreAgentState(root, 'a');
+    expect(readCursor(root, 'a')).toBe(4);
   });
 
   it('a router that falls behind loses nothing when the log wraps: the unrouted messages are spilled as outbox files first, and each is delivered once', async () => {
