@@ -373,6 +373,24 @@ describe('the start-up sweep', () => {
     }
   });
 
+  it("takes a dead process's temp files from each agent's folder, outbox, .sent and inbox, and its intents without a lock beside them, and keeps the rest", async () => {
+    const { sweepOrphans } = await import('../src/supervisor/startup.ts');
+    const root = await hiveWith('a');
+    const p = agentPaths(root, 'a');
+    const dead = 2 ** 22 + 7_654; // above pid_max: no such process
+    const temps = [p.dir, p.outbox, p.sent, p.inbox].map((dir) => path.join(dir, `.tmp-x.json-${dead}-500000002`));
+    for (const f of temps) fs.writeFileSync(f, '{"half');
+    const live = path.join(p.inbox, `.tmp-y.json-${process.ppid}-500000003`); // its writer lives
+    fs.writeFileSync(live, '{"half');
+    const intent = path.join(p.dir, `memory.md.lock.intent-${dead}-0`);
+    fs.writeFileSync(intent, '');
+    sweepOrphans(root);
+    for (const f of temps) expect(fs.existsSync(f), f).toBe(false);
+    expect(fs.existsSync(intent)).toBe(false);
+    expect(fs.existsSync(live)).toBe(true);
+    expect(fs.existsSync(p.memory)).toBe(true);
+  });
+
   it("takes a dead process's lock intents and temp files from the palace too (a supervisor killed mid-mine left one there)", async () => {
     const { fastConfig, startHive } = await import('./helpers/hive.ts');
     const root = tempRoot();

@@ -288,10 +288,10 @@ export function readJsonFile<T = unknown>(file: string): T | undefined {
  * Deletes temp files left in `dir` by a crash between steps 1 and 3. Files of a writer
  * that is still alive (another process of this host) are left alone. Returns the names.
  */
-export function sweepTempFiles(dir: string): string[] {
+export function sweepTempFiles(dir: string, listed?: string[]): string[] {
   let names: string[];
   try {
-    names = fs.readdirSync(dir);
+    names = listed ?? fs.readdirSync(dir);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;

@@ -135,8 +135,8 @@ function deadIntents(lockDir: string): string[] {
  * them (a kill before the lock was taken). One beside an existing lock folder stays: it is
  * what lets that folder be taken over at once. Returns the names removed.
  */
-export function sweepDeadIntents(dir: string): string[] {
-  const names = namesIn(dir);
+export function sweepDeadIntents(dir: string, listed?: string[]): string[] {
+  const names = listed ?? namesIn(dir);
   const swept: string[] = [];
   for (const n of names) {
     const intent = parseIntentName(n);

@@ -35,7 +35,12 @@ interface LegacyEntry {
 export function hasLegacyInbox(root: string, agentId: string): boolean {
   const dir = agentPaths(root, agentId).inbox;
   if (!isRealDirectory(dir)) return false;
-  return fs.readdirSync(dir).some((n) => LEGACY_NAME.test(n) || LEGACY_LEFTOVERS.includes(n) || n.startsWith('.lock.intent-'));
+  return holdsLegacyNames(fs.readdirSync(dir));
+}
+
+/** True when an inbox folder listing names anything of the file-per-message layout. */
+export function holdsLegacyNames(names: string[]): boolean {
+  return names.some((n) => LEGACY_NAME.test(n) || LEGACY_LEFTOVERS.includes(n) || n.startsWith('.lock.intent-'));
 }
 
 /** Migrates one agent's inbox; returns how many entries were moved into the log. */
