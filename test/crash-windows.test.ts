@@ -12,6 +12,7 @@ import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { listInbox } from '../src/queue/inbox.ts';
 import { readStateFile } from '../src/agent/state-store.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
+import { readCommitted } from '../src/queue/commit-outbox.ts';
 import { CRASH_POINTS, CRASH_POINT_REACHED } from '../src/testing/crash-point.ts';
 
 /**
@@ -60,6 +61,15 @@ const CASES: Record<(typeof CRASH_POINTS)[number], { garbage?: boolean; atCrash?
       const p = agentPaths(e.root, 'counter');
       expect([...fs.readdirSync(p.outbox), ...fs.readdirSync(p.sent)].filter((n) => n.endsWith('.json'))).toEqual([]);
     },
+  },
+  'commit.before-mark': {
+    // Flushed, not marked: the router does not route the turn's replies yet.
+    atCrash: (root) => {
+      expect(readStateFile(root, 'counter')?.lastTurn.messages.length).toBeGreaterThan(0);
+      expect(readCommitted(root, 'counter')).toBeLessThan(readStateFile(root, 'counter')!.commit);
+    },
+    // The start marks it (StateStore.markRestored), then the replies are routed from the record.
+    recovered: (e) => expect(readCommitted(e.root, 'counter')).toBeGreaterThanOrEqual(readStateFile(e.root, 'counter')!.commit),
   },
   'deliver.after-append': {
     // Lines written, not flushed: no reader sees them (.synced does not name them).

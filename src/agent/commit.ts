@@ -12,8 +12,8 @@ import { plantActive } from '../testing/seams.ts';
  *      state, the cursor and every message the turn emits: it is the turn's outbox. The
  *      router reads the messages from it (src/queue/commit-outbox.ts); no outbox file is
  *      written for them.
- *   2. mark the commit durable (`agents/<id>/committed`)   crash before: the next start
- *      marks it (StateStore.markRestored)
+ *   2. mark the commit durable (`agents/<id>/committed`)   crash before (commit.before-mark):
+ *      the next start flushes the log and marks it (StateStore.markRestored)
  *   3. cursor.json mirror                           lazily; the commit record wins
  * The handled inbox entries stay in the inbox log: the cursor in the record is what says
  * they were handled (the router compacts old segments).

@@ -8,6 +8,7 @@ import { hiveModes } from '../fs/modes.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
 import { MarkerFile, readMarker } from '../fs/marker.ts';
 import { openFiles, type Reopenable } from '../fs/open-files.ts';
+import { crashPoint } from '../testing/crash-point.ts';
 import { decodeCommitLinesAt, encodeCommitLine, type SessionTurn, type StateFile } from './commit-line.ts';
 
 export { encodeCommitLine, decodeCommitLines, decodeCommitLinesAt, decodeCommitRun, type SessionTurn, type StateFile } from './commit-line.ts';
@@ -201,6 +202,7 @@ export class StateStore implements Reopenable {
     syncFd(fd, true);
     this.offset += line.length;
     this.commit = record.commit;
+    crashPoint('commit.before-mark'); // flushed, not marked: the next start marks it (markRestored)
     this.markCommitted(record.commit);
     return this.written(record);
   }

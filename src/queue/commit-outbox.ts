@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { agentPaths } from '../layout/paths.ts';
 import { readJsonFile } from '../fs/atomic.ts';
-import { MarkerFile } from '../fs/marker.ts';
+import { MarkerFile, readMarker } from '../fs/marker.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { decodeCommitLines, decodeCommitLinesAt, decodeCommitRun, type StateFile } from '../agent/state-store.ts';
@@ -42,15 +42,12 @@ function readMark<T>(file: string): T | null {
     if (fs.lstatSync(file, { throwIfNoEntry: false }) === undefined) return null;
     missingMarks.delete(file);
   }
-  try {
-    return JSON.parse(readRegularFile(file, 'utf8')) as T;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      if (missingMarks.size >= 4_096) missingMarks.clear();
-      missingMarks.add(file);
-    }
-    return null;
+  const mark = readMarker(file) as T | null;
+  if (mark === null && fs.lstatSync(file, { throwIfNoEntry: false }) === undefined) {
+    if (missingMarks.size >= 4_096) missingMarks.clear();
+    missingMarks.add(file);
   }
+  return mark;
 }
 
 /** The newest durable commit of an agent (0 when it never wrote one, or -1 when it has no marker). */

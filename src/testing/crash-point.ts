@@ -11,6 +11,7 @@ import path from 'node:path';
  */
 export const CRASH_POINTS = [
   'commit.before-wal',
+  'commit.before-mark',
   'commit.after-wal',
   'deliver.after-append',
   'deliver.after-sync',
