@@ -111,6 +111,43 @@ describe('the commit record as the outbox', () => {
     expect(JSON.parse(fs.readFileSync(committed, 'utf8'))).toEqual({ commit: 1 });
   });
 
+  it('an agent\'s first commit creates its log with the line in it: two flushes (the log, its folder), no temp file, no rename', async () => {
+    const root = await hive();
+    const p = agentPaths(root, 'a');
+    const spies = { data: vi.spyOn(fs, 'fdatasyncSync'), full: vi.spyOn(fs, 'fsyncSync'), rename: vi.spyOn(fs, 'renameSync') };
+    const store = new StateStore(root, 'a', 0);
+    store.append(context(1), [note(1)]);
+    const counts = { data: spies.data.mock.calls.length, full: spies.full.mock.calls.length, rename: spies.rename.mock.calls.length };
+    for (const spy of Object.values(spies)) spy.mockRestore();
+    expect(counts).toEqual({ data: 0, full: 2, rename: 0 });
+    expect(fs.statSync(p.stateWal).size).toBe(64 * 1024);
+    store.append(context(2), [note(2)]); // the next one is written in place after it
+    store.close();
+    expect(readStateFile(root, 'a')?.commit).toBe(2);
+    expect(JSON.parse(fs.readFileSync(p.committed, 'utf8'))).toEqual({ commit: 2 });
+    expect(fs.readdirSync(p.dir).filter((n) => n.includes('.tmp') || n.includes('prealloc'))).toEqual([]);
+  });
+
+  it('a log a crash left empty or short during its creation is made again at the next commit, keeping a whole line in it', async () => {
+    const root = await hive();
+    const p = agentPaths(root, 'a');
+    fs.writeFileSync(p.stateWal, ''); // killed between creating the log and writing it
+    let store = new StateStore(root, 'a', 0);
+    expect(readStateFile(root, 'a')).toBeUndefined();
+    store.append(context(1), [note(1)]);
+    store.close();
+    expect(fs.statSync(p.stateWal).size).toBe(64 * 1024);
+    expect(readStateFile(root, 'a')?.commit).toBe(1);
+    // A first line written, the rest of the log not: the line is a commit and stays one.
+    fs.writeFileSync(p.stateWal, fs.readFileSync(p.stateWal).subarray(0, fs.readFileSync(p.stateWal).indexOf(0)));
+    store = new StateStore(root, 'a', 1);
+    store.append(context(2), [note(2)]);
+    store.close();
+    expect(fs.statSync(p.stateWal).size).toBe(64 * 1024);
+    expect(readStateFile(root, 'a')?.commit).toBe(2);
+    expect(readStateFile(root, 'a')?.lastTurn.messages.map((m) => m.body)).toEqual(['note 2']);
+  });
+
   it('a restore rewrites cursor.json only when it differs from the last commit\'s cursor', async () => {
     const root = await hive();
     const store = new StateStore(root, 'a', 0);

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { HiveError } from '../errors.ts';
 import { agentPaths, hivePaths } from './paths.ts';
-import { createFileOnce, writeFilesAtomicAsync, writeJsonAtomic, type FileToWrite } from '../fs/atomic.ts';
+import { createFileOnce, writeFilesAtomic, writeJsonAtomic, type FileToWrite } from '../fs/atomic.ts';
 import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { updateRegistry, type RegistryEntry } from '../registry/registry.ts';
 import { ensureHiveKey } from '../hooks/agent-token.ts';
@@ -39,9 +39,17 @@ function identityText(spec: Required<Pick<AgentSpec, 'id' | 'name' | 'role'>> & 
   ].join('\n');
 }
 
+/** The text of a new agent's `memory.md`. */
+function memoryTemplate(name: string): string {
+  return `# ${name}\n\n## Memories\n\n`;
+}
+
+/** The text of a new agent's `cursor.json` (what a missing one means too: nothing processed). */
+const FRESH_CURSOR = `${JSON.stringify({ seq: 0 }, null, 2)}\n`;
+
 /**
  * Creates the folders of one agent and lists the files it still needs: `identity.md`
- * when its text changed, `memory.md` and `cursor.json` when missing or empty.
+ * when its text changed, `memory.md` and `cursor.json` when missing, empty or cut short.
  */
 function agentFilesToWrite(root: string, spec: AgentSpec): { name: string; role: string; brain: unknown; dir: string; files: FileToWrite[] } {
   const p = agentPaths(root, spec.id);
@@ -52,44 +60,55 @@ function agentFilesToWrite(root: string, spec: AgentSpec): { name: string; role:
   const files: FileToWrite[] = [];
   // identity.md is rewritten on every call; when the text is the same, the file already is.
   const identity = identityText({ id: spec.id, name, role, brain });
-  let current: string | null = null;
-  try {
-    current = readRegularFile(p.identity, 'utf8');
-  } catch {
-    current = null;
-  }
-  if (current !== identity) files.push({ name: path.basename(p.identity), data: identity });
-  if (absentOrEmpty(p.memory)) files.push({ name: path.basename(p.memory), data: `# ${name}\n\n## Memories\n\n` });
-  if (absentOrEmpty(p.cursor)) files.push({ name: path.basename(p.cursor), data: `${JSON.stringify({ seq: 0 }, null, 2)}\n` });
+  if (readOrNull(p.identity) !== identity) files.push({ name: path.basename(p.identity), data: identity });
+  const memory = memoryTemplate(name);
+  if (cutShortOf(p.memory, memory)) files.push({ name: path.basename(p.memory), data: memory });
+  if (cutShortOf(p.cursor, FRESH_CURSOR)) files.push({ name: path.basename(p.cursor), data: FRESH_CURSOR });
   return { name, role, brain, dir: p.dir, files };
 }
 
-/** Agents whose files are written (and flushed together) at once. */
-const ENSURE_WINDOW = 16;
-
-/** A file that is missing or empty (a power cut can leave a file created unflushed empty). */
-function absentOrEmpty(file: string): boolean {
+function readOrNull(file: string): string | null {
   try {
-    return fs.lstatSync(file).size === 0;
+    return readRegularFile(file, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * True when `file` is missing, or holds a strict beginning of `text` (empty included):
+ * what a power cut can leave of a write of `text` that was not flushed. A file with
+ * anything else (an agent's memories, a cursor that moved) is never written over.
+ */
+function cutShortOf(file: string, text: string): boolean {
+  let size: number;
+  try {
+    size = fs.lstatSync(file).size;
   } catch {
     return true;
   }
+  if (size >= Buffer.byteLength(text)) return false;
+  const current = readOrNull(file);
+  return current === null || text.startsWith(current);
 }
 
 /**
  * Creates the folders and files of agents idempotently (docs/architecture.md, "On-disk layout") and records them in
  * `registry.json` with one locked write. `identity.md` always ends up with the current
- * text; `memory.md` and `cursor.json` are created when missing (or left empty by a power cut) and never overwritten.
+ * text; `memory.md` and `cursor.json` are created when missing and never overwritten.
+ *
+ * Only the registry is flushed. Every file written here is derived (identity from the
+ * config, memory's template, a cursor of 0, which a missing `cursor.json` means too), and
+ * the agent's folders are not flushed either, so a power cut can leave any of them
+ * missing, empty or cut short: the next start, which always runs this first, writes them
+ * again (`cutShortOf`). Flushing them made a new hive of 10,000 agents wait for 40,000
+ * flushes; the writes are still atomic (temp file + rename), so a crash of the process
+ * leaves whole files.
  * @example await ensureAgents(root, [{ id: 'alice', brain: { kind: 'echo' } }, { id: 'bob' }])
  */
 export async function ensureAgents(root: string, specs: AgentSpec[], origin: RegistryEntry['origin'] = 'runtime'): Promise<RegistryEntry[]> {
   const files = specs.map((spec) => ({ spec, ...agentFilesToWrite(root, spec) }));
-  const writing = files.filter((f) => f.files.length > 0);
-  // Each agent's files are one group commit; a window of agents flushes together (a new
-  // hive of 100 agents is 300 durable files, slow one after another).
-  for (let i = 0; i < writing.length; i += ENSURE_WINDOW) {
-    await Promise.all(writing.slice(i, i + ENSURE_WINDOW).map((f) => writeFilesAtomicAsync(f.dir, f.files)));
-  }
+  for (const f of files) if (f.files.length > 0) writeFilesAtomic(f.dir, f.files, { durable: false });
   return updateRegistry(root, (registry) => {
     const now = new Date().toISOString();
     return files.map(({ spec, name, role, brain }) => {
