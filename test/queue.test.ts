@@ -391,6 +391,23 @@ describe('the start-up sweep', () => {
     expect(fs.existsSync(p.memory)).toBe(true);
   });
 
+  it('passes by the agents whose folders this start made (nothing of a crash can be in them) and sweeps those it found', async () => {
+    const { sweepOrphans } = await import('../src/supervisor/startup.ts');
+    const { ensureAgentsReporting } = await import('../src/layout/ensure.ts');
+    const root = await hiveWith('found');
+    const { created } = await ensureAgentsReporting(root, [{ id: 'found' }, { id: 'made' }]);
+    expect([...created]).toEqual(['made']);
+    expect([...(await ensureAgentsReporting(root, [{ id: 'found' }, { id: 'made' }])).created]).toEqual([]);
+    const dead = 2 ** 22 + 7_655; // above pid_max: no such process
+    const temp = (id: string) => path.join(agentPaths(root, id).outbox, `.tmp-x.json-${dead}-500000004`);
+    for (const id of ['found', 'made']) fs.writeFileSync(temp(id), '{"half');
+    sweepOrphans(root, created);
+    expect(fs.existsSync(temp('found'))).toBe(false);
+    expect(fs.existsSync(temp('made'))).toBe(true); // passed by (a real start cannot have one there)
+    sweepOrphans(root);
+    expect(fs.existsSync(temp('made'))).toBe(false);
+  });
+
   it("takes a dead process's lock intents and temp files from the palace too (a supervisor killed mid-mine left one there)", async () => {
     const { fastConfig, startHive } = await import('./helpers/hive.ts');
     const root = tempRoot();

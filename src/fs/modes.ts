@@ -62,7 +62,7 @@ export function secureHiveRoot(root: string): number | null {
   return have;
 }
 
-/** `mkdir -p` with the hive's folder mode. */
-export function makeDir(dir: string): void {
-  fs.mkdirSync(dir, { recursive: true, mode: current.dir });
+/** `mkdir -p` with the hive's folder mode; true when it made `dir` (it was not there). */
+export function makeDir(dir: string): boolean {
+  return fs.mkdirSync(dir, { recursive: true, mode: current.dir }) !== undefined;
 }

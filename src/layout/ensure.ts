@@ -51,12 +51,13 @@ const FRESH_CURSOR = `${JSON.stringify({ seq: 0 }, null, 2)}\n`;
  * Creates the folders of one agent and lists the files it still needs: `identity.md`
  * when its text changed, `memory.md` and `cursor.json` when missing, empty or cut short.
  */
-function agentFilesToWrite(root: string, spec: AgentSpec): { name: string; role: string; brain: unknown; dir: string; files: FileToWrite[] } {
+function agentFilesToWrite(root: string, spec: AgentSpec): { name: string; role: string; brain: unknown; dir: string; created: boolean; files: FileToWrite[] } {
   const p = agentPaths(root, spec.id);
   const name = spec.name ?? spec.id;
   const role = spec.role ?? 'agent';
   const brain = spec.brain ?? { kind: 'echo' };
-  for (const dir of [p.dir, p.outbox, p.sent, p.inbox, p.sessions]) makeDir(dir);
+  const created = makeDir(p.dir);
+  for (const dir of [p.outbox, p.sent, p.inbox, p.sessions]) makeDir(dir);
   const files: FileToWrite[] = [];
   // identity.md is rewritten on every call; when the text is the same, the file already is.
   const identity = identityText({ id: spec.id, name, role, brain });
@@ -64,7 +65,7 @@ function agentFilesToWrite(root: string, spec: AgentSpec): { name: string; role:
   const memory = memoryTemplate(name);
   if (cutShortOf(p.memory, memory)) files.push({ name: path.basename(p.memory), data: memory });
   if (cutShortOf(p.cursor, FRESH_CURSOR)) files.push({ name: path.basename(p.cursor), data: FRESH_CURSOR });
-  return { name, role, brain, dir: p.dir, files };
+  return { name, role, brain, dir: p.dir, created, files };
 }
 
 function readOrNull(file: string): string | null {
@@ -107,9 +108,18 @@ function cutShortOf(file: string, text: string): boolean {
  * @example await ensureAgents(root, [{ id: 'alice', brain: { kind: 'echo' } }, { id: 'bob' }])
  */
 export async function ensureAgents(root: string, specs: AgentSpec[], origin: RegistryEntry['origin'] = 'runtime'): Promise<RegistryEntry[]> {
+  return (await ensureAgentsReporting(root, specs, origin)).entries;
+}
+
+/**
+ * `ensureAgents`, also naming the agents whose folders this call made: nothing a crashed
+ * process left can be in them, so the start's sweeps pass them by (`sweepOrphans`).
+ */
+export async function ensureAgentsReporting(root: string, specs: AgentSpec[], origin: RegistryEntry['origin'] = 'runtime'): Promise<{ entries: RegistryEntry[]; created: Set<string> }> {
   const files = specs.map((spec) => ({ spec, ...agentFilesToWrite(root, spec) }));
   for (const f of files) if (f.files.length > 0) writeFilesAtomic(f.dir, f.files, { durable: false });
-  return updateRegistry(root, (registry) => {
+  const created = new Set(files.filter((f) => f.created).map((f) => f.spec.id));
+  const entries = await updateRegistry(root, (registry) => {
     const now = new Date().toISOString();
     return files.map(({ spec, name, role, brain }) => {
       const previous = registry.agents[spec.id];
@@ -128,6 +138,7 @@ export async function ensureAgents(root: string, specs: AgentSpec[], origin: Reg
       return entry;
     });
   });
+  return { entries, created };
 }
 
 /**

@@ -146,10 +146,11 @@ export async function reopenSession(root: string, key: string, cap?: number): Pr
 }
 
 /** Startup sweep: session folders that are neither live nor archived are deleted. */
-export function sweepOrphanSessions(root: string): string[] {
+export function sweepOrphanSessions(root: string, madeNow: ReadonlySet<string> = new Set()): string[] {
   const archived = new Set(readArchive(root).map((s) => `${s.agent}/${s.key}`));
   const swept: string[] = [];
   for (const agentId of listDir(hivePaths(root).agents)) {
+    if (madeNow.has(agentId)) continue; // made by this start: no session folder yet
     let dir: string;
     try {
       dir = agentPaths(root, agentId).sessions;

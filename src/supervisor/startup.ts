@@ -14,8 +14,9 @@ import { reconcileInbox } from '../queue/inbox-reconcile.ts';
  * Startup sweep: temp files left by a crash, in every folder Hive writes atomically, and
  * inboxes of the file-per-message layout migrated to inbox logs (src/queue/inbox-migrate.ts),
  * and each inbox log's `.synced` brought up to its last whole entry (reconcileInbox).
+ * `madeNow`: agents whose folders this start made (`ensureAgentsReporting`), passed by.
  */
-export function sweepOrphans(root: string): void {
+export function sweepOrphans(root: string, madeNow: ReadonlySet<string> = new Set()): void {
   const p = hivePaths(root);
   const swept: string[] = [];
   for (const dir of [p.root, p.deadLetter, p.palace, path.join(p.palace, 'wings')]) swept.push(...sweepTempFiles(dir));
@@ -24,6 +25,7 @@ export function sweepOrphans(root: string): void {
   // leaves the marker, and no lock is there for a later taker to clear it with.
   swept.push(...sweepDeadIntents(p.palace));
   for (const id of listDir(p.agents)) {
+    if (madeNow.has(id)) continue; // its folder was made by this start: nothing of a crash is in it
     try {
       const a = agentPaths(root, id);
       // Each folder listed once for all that looks at its names (at 10,000 agents this phase

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import type { ActorContextSummary, WorkerEvent, WorkerInit } from '../protocol/worker.ts';
 import { AgentConfigSchema, resolveBrainPaths, type AgentConfig, type HiveConfig } from '../config/schema.ts';
-import { ensureAgent, ensureAgents, ensureHive } from '../layout/ensure.ts';
+import { ensureAgent, ensureAgentsReporting, ensureHive } from '../layout/ensure.ts';
 import { agentPaths } from '../layout/paths.ts';
 import { acquireHiveLock, type HiveLock } from '../lock/hive-lock.ts';
 import { readRegistry, updateRegistry, type RegistryEntry } from '../registry/registry.ts';
@@ -115,7 +115,7 @@ export class Supervisor {
       const openMode = secureHiveRoot(this.root);
       if (openMode !== null) appendEvent(this.root, { type: 'hive.permissions', from: `0${openMode.toString(8)}`, to: `0${hiveModes().dir.toString(8)}` });
       const before = readRegistry(this.root);
-      await ensureAgents(
+      const { created } = await ensureAgentsReporting(
         this.root,
         this.config.agents.map((a) => ({ id: a.id, name: a.name ?? a.id, role: a.role ?? 'agent', brain: a.brain, ...(a.turnTimeoutMs ? { turnTimeoutMs: a.turnTimeoutMs } : {}) })),
         'config',
@@ -123,7 +123,7 @@ export class Supervisor {
       for (const a of this.config.agents) await noticeProviderSwitch(this.ctx, a.id, before.agents[a.id]?.brain, a.brain);
       await archiveRemovedAgents(this.ctx);
       phase('ensure');
-      sweepOrphans(this.root);
+      sweepOrphans(this.root, created);
       // One machine: hive.send() writes the send log, recovered before the router starts.
       if (!this.config.cluster) this.sendLog = await SendLog.open(this.root, Object.keys(readRegistry(this.root).agents));
       phase('orphans');
@@ -133,7 +133,7 @@ export class Supervisor {
       this.events.on('condensed', (r) => r.status === 'condensed' && this.observer?.note(`condensed memory of ${r.agent}`));
       phase('observer');
       await applyArchiveCap(this.root, this.config.sessions.archiveEntries);
-      sweepOrphanSessions(this.root);
+      sweepOrphanSessions(this.root, created);
       phase('sweep');
       this.agents.load(Object.values(readRegistry(this.root).agents));
       // The router's worker boots alongside the agents' (a part of every cold start); it
