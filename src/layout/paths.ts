@@ -6,7 +6,7 @@ import { assertAgentId } from '../protocol/agent-id.ts';
  * several times per message, and building one is a dozen path.join calls (it showed in
  * profiles of a saturated hive). Frozen, so a caller cannot change a shared one.
  */
-const MAX_CACHED = 4_096;
+const MAX_CACHED = 16_384;
 const hiveCache = new Map<string, HivePaths>();
 const agentCache = new Map<string, AgentPaths>();
 
@@ -61,25 +61,28 @@ export function agentPaths(root: string, id: string): AgentPaths {
 
 function buildAgentPaths(root: string, id: string) {
   const dir = path.join(hivePaths(root).agents, id);
+  // `dir` is normalized and the id a plain name, so joining is concatenation: a router
+  // looking at 10,000 agents built these objects at ~20 µs each with path.join.
+  const at = (...names: string[]) => `${dir}${path.sep}${names.join(path.sep)}`;
   return Object.freeze({
     id,
     dir,
-    identity: path.join(dir, 'identity.md'),
-    memory: path.join(dir, 'memory.md'),
-    outbox: path.join(dir, 'outbox'),
-    sent: path.join(dir, 'outbox', '.sent'),
-    inbox: path.join(dir, 'inbox'),
+    identity: at('identity.md'),
+    memory: at('memory.md'),
+    outbox: at('outbox'),
+    sent: at('outbox', '.sent'),
+    inbox: at('inbox'),
     /** The supervisor's send log for this sender (src/queue/send-log.ts). */
-    sendLog: path.join(dir, 'sendlog'),
-    cursor: path.join(dir, 'cursor.json'),
-    state: path.join(dir, 'state.json'),
-    stateWal: path.join(dir, 'state.wal'),
+    sendLog: at('sendlog'),
+    cursor: at('cursor.json'),
+    state: at('state.json'),
+    stateWal: at('state.wal'),
     /** The newest commit on stable storage (src/queue/commit-outbox.ts). */
-    committed: path.join(dir, 'committed'),
+    committed: at('committed'),
     /** How far the router has routed the commit records' messages. */
-    routed: path.join(dir, 'routed'),
-    inflight: path.join(dir, 'inflight.json'),
-    sessions: path.join(dir, 'sessions'),
+    routed: at('routed'),
+    inflight: at('inflight.json'),
+    sessions: at('sessions'),
   });
 }
 
