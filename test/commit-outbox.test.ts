@@ -11,7 +11,7 @@ import { spillUnrouted } from '../src/agent/spill.ts';
 import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { DEFAULT_ROUTER_SETTINGS, routeOnce } from '../src/router/route.ts';
 import { listInbox } from '../src/queue/inbox.ts';
-import { CommitLogTail, readRouted } from '../src/queue/commit-outbox.ts';
+import { CommitLogTail, readCommitted, readRouted } from '../src/queue/commit-outbox.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import type { PersistedAgentContext } from '../machines/agent.ts';
 
@@ -146,6 +146,23 @@ describe('the commit record as the outbox', () => {
     expect(fs.statSync(p.stateWal).size).toBe(64 * 1024);
     expect(readStateFile(root, 'a')?.commit).toBe(2);
     expect(readStateFile(root, 'a')?.lastTurn.messages.map((m) => m.body)).toEqual(['note 2']);
+  });
+
+  it('the markers missing in a new hive of 10,000 agents are remembered: a second pass opens none of them', () => {
+    const root = tempRoot();
+    const ids = Array.from({ length: 10_000 }, (_, i) => `fresh-${i}`);
+    const pass = () => {
+      for (const id of ids) {
+        expect(readCommitted(root, id)).toBe(-1);
+        expect(readRouted(root, id)).toEqual({ commit: 0, index: 0 });
+      }
+    };
+    pass();
+    const opens = vi.spyOn(fs, 'openSync');
+    pass();
+    const opened = opens.mock.calls.length;
+    opens.mockRestore();
+    expect(opened).toBe(0);
   });
 
   it('a restore rewrites cursor.json only when it differs from the last commit\'s cursor', async () => {
