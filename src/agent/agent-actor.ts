@@ -157,8 +157,10 @@ export class AgentActor {
   async start(): Promise<ActorInfo> {
     // Provider processes a previous worker of this agent left running die first: the turn
     // they were for is about to be run again (or was committed), and must not run twice.
-    sweepProviders(this.o.root, this.id);
-    const restored = await this.runStep(() => this.link.restore());
+    // (An agent whose folder this start made has neither: `madeNow`, its first worker only.)
+    const madeNow = this.o.spec.madeNow === true;
+    if (!madeNow) sweepProviders(this.o.root, this.id);
+    const restored = await this.runStep(() => this.link.restore({ madeNow }));
     this.restoredFrom = restored.from;
     // The brain checks the committed state fits it (a machine agent restores its machine),
     // and may ask for timers armed as it started.
@@ -176,7 +178,7 @@ export class AgentActor {
       this.session = new Session(this.o.root, this.id, current.key, this.o.settings.sessionCaps, current.commit ?? null);
       await this.runStep(() => this.session!.catchUp(restored.commit, restored.lastSession));
     }
-    this.inflight = readInflight(this.o.root, this.id);
+    this.inflight = madeNow ? null : readInflight(this.o.root, this.id);
     // Ended for a pool mate's fault: the attempt the crash cut short is not this message's.
     if (this.o.spec.forgiveCrash && this.inflight?.pid === process.pid) this.inflight = { ...this.inflight, attempts: Math.max(0, this.inflight.attempts - 1) };
     // The last commit's messages may not be routed yet: the router reads them from the record.

@@ -21,7 +21,7 @@ export function restoreAgentState(root: string, agentId: string): RestoredAgent 
     } catch {
       cursor = 0;
     }
-    return { context: { agentId, cursor, handled: 0, turns: 0, brainState: null, timers: [] }, from: 'fresh', commit: 0, lastSession: [], messages: [] };
+    return freshAgent(agentId, cursor);
   }
   // Rewritten only when it differs: a rename over an existing file makes ext4 write the
   // new file's data out first, milliseconds per agent at the restart of a big hive.
@@ -35,4 +35,9 @@ function cursorOrNull(root: string, agentId: string): number | null {
   } catch {
     return null;
   }
+}
+
+/** What an agent that never committed restores to: nothing handled, from `cursor` (0 in a folder made by this start). */
+export function freshAgent(agentId: string, cursor = 0): RestoredAgent {
+  return { context: { agentId, cursor, handled: 0, turns: 0, brainState: null, timers: [] }, from: 'fresh', commit: 0, lastSession: [], messages: [] };
 }

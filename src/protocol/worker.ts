@@ -93,6 +93,12 @@ export interface HostedAgentSpec {
    * agent's turn deadline): a turn it was in does not count toward poison.
    */
   forgiveCrash?: boolean;
+  /**
+   * Its folder was made by this start of the hive (nothing of an earlier run can be in it):
+   * its first actor skips the restore's look at its files. Only ever in the spec of the
+   * first worker it is started in; a restarted worker restores it in full.
+   */
+  madeNow?: boolean;
 }
 
 export interface ActorInfo {

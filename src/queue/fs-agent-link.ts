@@ -1,7 +1,7 @@
 import type { HiveMessage } from '../protocol/message.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
 import { StateStore, type SessionTurn } from '../agent/state-store.ts';
-import { restoreAgentState } from '../agent/restore.ts';
+import { freshAgent, restoreAgentState } from '../agent/restore.ts';
 import { spillUnrouted } from '../agent/spill.ts';
 import { commitCursor, mirrorCursorAsync } from './cursor.ts';
 import { isAfter, readRouted } from './commit-outbox.ts';
@@ -68,8 +68,8 @@ export class FsAgentLink implements AgentLink {
   /** `inbox/.synced`, rewritten at every delivery: what the poll looks at. */
   private readonly syncedFile: string;
 
-  async restore(): Promise<RestoredAgent> {
-    const restored = restoreAgentState(this.root, this.agentId);
+  async restore(options: { madeNow?: boolean } = {}): Promise<RestoredAgent> {
+    const restored = options.madeNow ? freshAgent(this.agentId) : restoreAgentState(this.root, this.agentId);
     this.store?.close();
     // Before a checkpoint lets the log be written over, what the router has not routed yet
     // is written out as outbox files (src/agent/spill.ts), unless it is known to be routed.
@@ -81,7 +81,7 @@ export class FsAgentLink implements AgentLink {
     });
     // A killed process may have left the last commit in the page cache only: flushed, then
     // marked, so the router may route its messages.
-    this.store.markRestored();
+    if (!options.madeNow) this.store.markRestored(); // a new agent has no commit to mark
     this.cursor = restored.context.cursor;
     return restored;
   }

@@ -68,9 +68,12 @@ export interface AgentLink {
   /**
    * Brings the agent's store back to its last commit (after a crash too: what the commit
    * holds is made durable and routable) and returns it; `from: 'fresh'` before the first.
-   * Call once, before `commit`.
+   * Call once, before `commit`. `madeNow`: the agent's local folder was made by this start
+   * (`HostedAgentSpec.madeNow`), so nothing of an earlier run is in it; a filesystem link
+   * restores it as fresh without looking, a cluster link ignores it (the cluster holds
+   * the agent's state, whatever this machine's folder).
    */
-  restore(): Promise<RestoredAgent>;
+  restore(options?: { madeNow?: boolean }): Promise<RestoredAgent>;
   /** Delivered entries with seq > afterSeq, in order, up to `limit`; invalid ones are dead-lettered. */
   fetch(afterSeq: number, limit?: number): Promise<InboxEntry[]>;
   /**

@@ -54,14 +54,18 @@ export class AgentHosts {
   }
 
   /** Every agent of the registry, each with its committed cursor; those with an invalid brain are skipped (logged). */
-  load(entries: RegistryEntry[]): void {
+  /** `madeNow`: agents whose folders this start made (ensureAgentsReporting): nothing to read of them yet. */
+  load(entries: RegistryEntry[], madeNow: ReadonlySet<string> = new Set()): void {
     for (const entry of entries) {
       const parsed = BrainSchema.safeParse(entry.brain);
       if (!parsed.success) {
         appendEvent(this.ctx.root, { type: 'actor.skipped', agent: entry.id, error: `registry brain invalid: ${parsed.error.message}` });
         continue;
       }
-      this.records.set(entry.id, this.newRecord(entry, parsed.data, 'stopped'));
+      const made = madeNow.has(entry.id);
+      const record = this.newRecord(entry, parsed.data, 'stopped', undefined, made);
+      if (made) record.madeNow = true;
+      this.records.set(entry.id, record);
     }
   }
 
@@ -260,8 +264,8 @@ export class AgentHosts {
     return out;
   }
 
-  private newRecord(entry: RegistryEntry, brain: BrainSpec, value: string, turnClock = new TurnClock()): AgentRecord {
-    return { entry, brain, hostId: null, value, handled: 0, cursor: committedCursor(this.ctx.root, entry.id), conversation: null, turnClock };
+  private newRecord(entry: RegistryEntry, brain: BrainSpec, value: string, turnClock = new TurnClock(), madeNow = false): AgentRecord {
+    return { entry, brain, hostId: null, value, handled: 0, cursor: madeNow ? 0 : committedCursor(this.ctx.root, entry.id), conversation: null, turnClock };
   }
 
   private hostedSpec(id: string): Promise<HostedAgentSpec> {

@@ -32,6 +32,8 @@ export interface AgentRecord {
   forgive?: boolean;
   /** Why its brain cannot be started (a configuration error), or undefined. */
   problem?: string;
+  /** Its folder was made by this start: told to its first worker only (HostedAgentSpec.madeNow). */
+  madeNow?: boolean;
 }
 
 /** The settings every agent actor of this hive runs with. */
@@ -53,6 +55,8 @@ export async function hostedSpecOf(r: AgentRecord): Promise<HostedAgentSpec> {
   const spec: HostedAgentSpec = { id: r.entry.id, name: r.entry.name, role: r.entry.role, brain: r.brain, turnClock: r.turnClock.buffer };
   if (r.forgive) spec.forgiveCrash = true;
   r.forgive = false;
+  if (r.madeNow) spec.madeNow = true;
+  r.madeNow = false;
   if (r.brain.kind === 'module') spec.moduleUrl = await moduleBrainUrl(r.brain.module);
   if (r.brain.kind === 'machine') spec.moduleUrl = await moduleBrainUrl(r.brain.module, { sharedXstate: path.join(packageRoot(), 'package.json') });
   if (r.brain.kind === 'command' || r.brain.kind === 'openai') spec.turnBatch = 1;

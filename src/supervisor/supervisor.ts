@@ -135,7 +135,7 @@ export class Supervisor {
       await applyArchiveCap(this.root, this.config.sessions.archiveEntries);
       sweepOrphanSessions(this.root, created);
       phase('sweep');
-      this.agents.load(Object.values(readRegistry(this.root).agents));
+      this.agents.load(Object.values(readRegistry(this.root).agents), created);
       // The router's worker boots alongside the agents' (a part of every cold start); it
       // routes only once every actor is restored and its inbox replayed.
       const routerBooting = this.router.boot();
