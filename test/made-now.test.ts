@@ -17,7 +17,7 @@ import { TurnClock } from '../src/agent/turn-clock.ts';
  * files. Every later start of it (a restarted worker, the next supervisor) reads them.
  */
 
-const replies = (root: string) => readInbox(root, 'client').entries.map((e) => e.message.in_reply_to);
+const replies = (root: string) => readInbox(root, 'client', 0).entries.map((e) => e.message.in_reply_to);
 
 describe('agents whose folders this start made', () => {
   it('the hint goes to the first worker only: the spec of a restart does not carry it', async () => {
