@@ -128,6 +128,29 @@ describe('the commit record as the outbox', () => {
     expect(fs.readdirSync(p.dir).filter((n) => n.includes('.tmp') || n.includes('prealloc'))).toEqual([]);
   });
 
+  it('a first commit whose log a full disk takes only part of fails, leaves no log, and the same commit is written by the retry', async () => {
+    const root = await hive();
+    const p = agentPaths(root, 'a');
+    const store = new StateStore(root, 'a', 0);
+    const realWrite = fs.writeSync;
+    let calls = 0;
+    // The first write takes 100 bytes without an error, the next none (the disk is full).
+    const full = vi.spyOn(fs, 'writeSync').mockImplementation(((fd: number, buf: Buffer, off?: number, len?: number, pos?: number) => {
+      calls += 1;
+      if (calls === 1) return realWrite(fd, buf, off, 100, pos);
+      if (calls === 2) return 0;
+      return realWrite(fd, buf, off, len, pos);
+    }) as typeof fs.writeSync);
+    expect(() => store.append(context(1), [note(1)])).toThrow(/bytes written/);
+    full.mockRestore();
+    expect(fs.existsSync(p.stateWal)).toBe(false);
+    expect(fs.existsSync(p.committed)).toBe(false);
+    expect(store.append(context(1), [note(1)]).commit).toBe(1);
+    store.close();
+    expect(readStateFile(root, 'a')?.lastTurn.messages.map((m) => m.body)).toEqual(['note 1']);
+    expect(fs.statSync(p.stateWal).size).toBe(64 * 1024);
+  });
+
   it('a log a crash left empty or short during its creation is made again at the next commit, keeping a whole line in it', async () => {
     const root = await hive();
     const p = agentPaths(root, 'a');

@@ -243,11 +243,18 @@ export class StateStore implements Reopenable {
     try {
       const log = Buffer.alloc(this.walBytes);
       line.copy(log);
-      fs.writeSync(fd, log, 0, log.length, 0);
+      // A full disk can take part of a write without an error: the rest is written, or the
+      // write fails (ENOSPC) and the log goes, so a retry creates it again.
+      for (let at = 0; at < log.length; ) {
+        const n = fs.writeSync(fd, log, at, log.length - at, at);
+        if (n <= 0) throw new HiveError('E_IO', `Cannot write ${this.p.stateWal}: ${at} of ${log.length} bytes written`);
+        at += n;
+      }
       syncFd(fd);
       fsyncDir(this.p.dir);
     } catch (err) {
       fs.closeSync(fd);
+      fs.rmSync(this.p.stateWal, { force: true });
       throw err;
     }
     this.fd = fd;

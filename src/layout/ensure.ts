@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { HiveError } from '../errors.ts';
 import { agentPaths, hivePaths } from './paths.ts';
-import { createFileOnce, writeFilesAtomic, writeJsonAtomic, type FileToWrite } from '../fs/atomic.ts';
+import { createFileOnce, fsyncDirAsync, writeFilesAtomic, writeFilesAtomicAsync, writeJsonAtomic, type FileToWrite } from '../fs/atomic.ts';
 import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { updateRegistry, type RegistryEntry } from '../registry/registry.ts';
 import { ensureHiveKey } from '../hooks/agent-token.ts';
@@ -88,9 +88,12 @@ function cutShortOf(file: string, text: string): boolean {
   } catch {
     return true;
   }
-  if (size >= Buffer.byteLength(text)) return false;
+  if (size > Buffer.byteLength(text)) return false;
   const current = readOrNull(file);
-  return current === null || text.startsWith(current);
+  if (current === null) return true;
+  // A size made durable before the data (delayed allocation) reads as zero bytes.
+  const written = current.replace(/\0+$/, '');
+  return written !== text && text.startsWith(written);
 }
 
 /**
@@ -98,27 +101,47 @@ function cutShortOf(file: string, text: string): boolean {
  * `registry.json` with one locked write. `identity.md` always ends up with the current
  * text; `memory.md` and `cursor.json` are created when missing and never overwritten.
  *
- * Only the registry is flushed. Every file written here is derived (identity from the
- * config, memory's template, a cursor of 0, which a missing `cursor.json` means too), and
- * the agent's folders are not flushed either, so a power cut can leave any of them
- * missing, empty or cut short: the next start, which always runs this first, writes them
- * again (`cutShortOf`). Flushing them made a new hive of 10,000 agents wait for 40,000
- * flushes; the writes are still atomic (temp file + rename), so a crash of the process
- * leaves whole files.
+ * The files and the agents' folders are flushed (see `ensureAgentsReporting` for the
+ * start's config agents, whose files are not).
  * @example await ensureAgents(root, [{ id: 'alice', brain: { kind: 'echo' } }, { id: 'bob' }])
  */
 export async function ensureAgents(root: string, specs: AgentSpec[], origin: RegistryEntry['origin'] = 'runtime'): Promise<RegistryEntry[]> {
   return (await ensureAgentsReporting(root, specs, origin)).entries;
 }
 
+/** Agents whose folders are flushed (or files written and flushed) at once. */
+const ENSURE_WINDOW = 64;
+
 /**
  * `ensureAgents`, also naming the agents whose folders this call made: nothing a crashed
  * process left can be in them, so the start's sweeps pass them by (`sweepOrphans`).
+ *
+ * `flushFiles: false` (the supervisor's start, for the config's agents, which every start
+ * ensures again) writes the files without flushing them; their folders are flushed either
+ * way, so what is made in them later (an inbox's first segment, a memory appended and
+ * flushed) is under a name that survives a power cut. Agents made any other way (spawned,
+ * `god`, `hive`) are not ensured at every start: their files are flushed.
  */
-export async function ensureAgentsReporting(root: string, specs: AgentSpec[], origin: RegistryEntry['origin'] = 'runtime'): Promise<{ entries: RegistryEntry[]; created: Set<string> }> {
+export async function ensureAgentsReporting(
+  root: string,
+  specs: AgentSpec[],
+  origin: RegistryEntry['origin'] = 'runtime',
+  options: { flushFiles?: boolean } = {},
+): Promise<{ entries: RegistryEntry[]; created: Set<string> }> {
+  const flushFiles = options.flushFiles ?? true;
   const files = specs.map((spec) => ({ spec, ...agentFilesToWrite(root, spec) }));
-  for (const f of files) if (f.files.length > 0) writeFilesAtomic(f.dir, f.files, { durable: false });
+  const changed = files.filter((f) => f.created || f.files.length > 0);
+  for (let i = 0; i < changed.length; i += ENSURE_WINDOW) {
+    const window = changed.slice(i, i + ENSURE_WINDOW);
+    if (flushFiles) await Promise.all(window.map((f) => (f.files.length > 0 ? writeFilesAtomicAsync(f.dir, f.files) : fsyncDirAsync(f.dir))));
+    else {
+      for (const f of window) if (f.files.length > 0) writeFilesAtomic(f.dir, f.files, { durable: false });
+      await Promise.all(window.map((f) => fsyncDirAsync(f.dir)));
+    }
+  }
   const created = new Set(files.filter((f) => f.created).map((f) => f.spec.id));
+  // The new folders' own names, in agents/.
+  if (created.size > 0) await fsyncDirAsync(hivePaths(root).agents);
   const entries = await updateRegistry(root, (registry) => {
     const now = new Date().toISOString();
     return files.map(({ spec, name, role, brain }) => {

@@ -119,6 +119,7 @@ export class Supervisor {
         this.root,
         this.config.agents.map((a) => ({ id: a.id, name: a.name ?? a.id, role: a.role ?? 'agent', brain: a.brain, ...(a.turnTimeoutMs ? { turnTimeoutMs: a.turnTimeoutMs } : {}) })),
         'config',
+        { flushFiles: false }, // derived files of agents every start ensures again
       );
       for (const a of this.config.agents) await noticeProviderSwitch(this.ctx, a.id, before.agents[a.id]?.brain, a.brain);
       await archiveRemovedAgents(this.ctx);
