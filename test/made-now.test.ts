@@ -48,17 +48,20 @@ describe('agents whose folders this start made', () => {
     }
   });
 
-  it('a new hive answers; its agent worker, killed, restores the commits; the next supervisor too: every request answered once', async () => {
+  it('a new hive answers; its agent worker, killed, restores its commits; the next supervisor too: every request answered once', async () => {
     const config = fastConfig({ agents: [{ id: 'e', brain: { kind: 'echo' } }, { id: 'client', brain: { kind: 'external' } }] });
     let hive = await startHive(config);
     const sent = [await hive.send({ from: 'client', to: 'e', act: 'request', body: 'one' }), await hive.send({ from: 'client', to: 'e', act: 'request', body: 'two' })];
     await waitFor(hive, () => replies(hive.root).length === 2, 'two replies');
+    // One turn or two, as the requests met the agent: the restores name what was committed.
+    const beforeKill = readStateFile(config.root!, 'e')!.commit;
     const restarted = nextEvent(hive, 'restarted', (ev) => ev.agents.includes('e'));
     await hive.supervisor.workerOf('e')!.terminate();
     await restarted;
     sent.push(await hive.send({ from: 'client', to: 'e', act: 'request', body: 'three' }));
     await waitFor(hive, () => replies(hive.root).length === 3, 'the reply after the crash');
     await hive.close();
+    const beforeRestart = readStateFile(config.root!, 'e')!.commit;
     hive = createHive(config);
     await hive.start();
     try {
@@ -70,10 +73,12 @@ describe('agents whose folders this start made', () => {
     expect(replies(config.root!).sort()).toEqual(sent.map((m) => m.id).sort());
     expect((readStateFile(config.root!, 'e')?.snapshot.context.brainState as { echoed?: number }).echoed).toBe(4);
     const restores = readLog(config.root!).filter((ev) => ev.type === 'actor.restored' && ev.agent === 'e');
+    expect(beforeKill).toBeGreaterThanOrEqual(1);
+    expect(beforeRestart).toBe(beforeKill + 1);
     expect(restores.map((ev) => [ev.from, ev.commit])).toEqual([
       ['fresh', 0],
-      ['state', 2],
-      ['state', 3],
+      ['state', beforeKill],
+      ['state', beforeRestart],
     ]);
   });
 });
