@@ -71,6 +71,29 @@ export function snapshotTree(root: string): Baseline {
 export class DiskRecorder {
   readonly ops: TraceOp[] = [];
   private readonly fds = new Map<number, string>();
+  /**
+   * Inode numbers already used by some file of the baseline or the trace. The kernel gives a
+   * freed number to the next file it makes (registry.json replaced, then an inbox segment
+   * made, can share one), and the crash model knows a file by its number: a number made
+   * again gets an identity of its own (a negative one), or the new file would be taken for
+   * the old one (a test failed now and then, right after a run that freed many inodes).
+   */
+  private readonly used = new Set<number>();
+  private readonly renumbered = new Map<number, number>();
+  private nextIdentity = -1;
+
+  /** The crash model's identity of the file with inode number `ino` now. */
+  private idOf(ino: number): number {
+    return this.renumbered.get(ino) ?? ino;
+  }
+
+  /** A file or folder was just made with inode number `ino`: its identity. */
+  private made(ino: number): number {
+    if (this.used.has(ino)) this.renumbered.set(ino, this.nextIdentity--);
+    else this.renumbered.delete(ino);
+    this.used.add(ino);
+    return this.idOf(ino);
+  }
   private readonly prefix: string;
   private active = false;
 
@@ -82,6 +105,9 @@ export class DiskRecorder {
   /** Wraps node:fs; returns the baseline (the tree as it is now, taken as durable). */
   start(): Baseline {
     const baseline = snapshotTree(this.root);
+    for (const ino of baseline.files.keys()) this.used.add(ino);
+    for (const ino of baseline.dirInodes.values()) this.used.add(ino);
+    for (const entries of baseline.dirs.values()) for (const e of entries.values()) this.used.add(e.ino);
     this.active = true;
     this.install();
     return baseline;
@@ -103,7 +129,7 @@ export class DiskRecorder {
 
   private contentOf(fd: number): { ino: number; content: Buffer; mode: number } {
     const st = fs.fstatSync(fd);
-    return { ino: st.ino, content: fs.readFileSync(`/proc/self/fd/${fd}`), mode: st.mode & 0o7777 };
+    return { ino: this.idOf(st.ino), content: fs.readFileSync(`/proc/self/fd/${fd}`), mode: st.mode & 0o7777 };
   }
 
   private dataByFd(fd: number): void {
@@ -116,14 +142,14 @@ export class DiskRecorder {
   private dataByPath(p: string): void {
     const st = lstat(p);
     if (!st?.isFile()) return;
-    this.ops.push({ op: 'data', ino: st.ino, content: fs.readFileSync(p), mode: st.mode & 0o7777 });
+    this.ops.push({ op: 'data', ino: this.idOf(st.ino), content: fs.readFileSync(p), mode: st.mode & 0o7777 });
   }
 
   private created(p: string, existed: boolean): void {
     if (existed) return;
     const st = lstat(p);
     if (!st) return;
-    this.ops.push({ op: 'link', dir: path.dirname(p), name: path.basename(p), ino: st.ino, kind: st.isDirectory() ? 'dir' : 'file' });
+    this.ops.push({ op: 'link', dir: path.dirname(p), name: path.basename(p), ino: this.made(st.ino), kind: st.isDirectory() ? 'dir' : 'file' });
   }
 
   private syncFd(fd: number, content?: { ino: number; content: Buffer; mode: number }): void {
@@ -208,7 +234,7 @@ export class DiskRecorder {
       const r = real.renameSync(from, to);
       if (self.active && st && (self.inside(a) || self.inside(b))) {
         if (st.isDirectory()) throw new Error(`power-loss recorder: a folder was renamed (${a} → ${b}); the crash model handles files only`);
-        self.ops.push({ op: 'link', dir: path.dirname(b), name: path.basename(b), ino: st.ino, kind: 'file', rename: { dir: path.dirname(a), name: path.basename(a) } });
+        self.ops.push({ op: 'link', dir: path.dirname(b), name: path.basename(b), ino: self.idOf(st.ino), kind: 'file', rename: { dir: path.dirname(a), name: path.basename(a) } });
       }
       return r;
     });
@@ -217,7 +243,7 @@ export class DiskRecorder {
       const b = abs(next)!;
       if (self.active && self.inside(b)) {
         const st = fs.lstatSync(b);
-        self.ops.push({ op: 'link', dir: path.dirname(b), name: path.basename(b), ino: st.ino, kind: 'file' });
+        self.ops.push({ op: 'link', dir: path.dirname(b), name: path.basename(b), ino: self.idOf(st.ino), kind: 'file' });
       }
       return r;
     });
