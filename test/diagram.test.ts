@@ -1,10 +1,14 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.ts';
 import { memoryIO } from '../src/cli/io.ts';
 import { tempDir } from './helpers/temp.ts';
+import { createRequire } from 'node:module';
 import { MACHINES, eventLabel, machineGraph } from '../src/inspector/machine-graph.ts';
+import { renderMachineSvg } from '../src/inspector/diagram.ts';
+import { elkThreadStats, layoutOnThread } from '../src/inspector/elk-thread.ts';
 
 describe('machine diagrams', () => {
   it('the graph of the agent machine has every state, the eventless transitions and readable labels', () => {
@@ -35,5 +39,27 @@ describe('machine diagrams', () => {
     expect(bad.stderr).toContain(`unknown machine "nope"; expected one of ${Object.keys(MACHINES).join(', ')}`);
     const missing = memoryIO('', {}, dir);
     expect(await runCli(['diagram', 'agent'], missing.io)).toBe(2);
+  });
+
+  it('ELK lays out on a thread of its own (nice 19 on Linux), the same layout as elkjs in this thread', async () => {
+    const before = { ...elkThreadStats };
+    const svg = await renderMachineSvg(machineGraph(MACHINES.agent));
+    expect(svg).toContain('data-state="thinking"');
+    expect(elkThreadStats.layouts).toBe(before.layouts + 1);
+    expect(elkThreadStats.inThisThread).toBe(before.inThisThread);
+    if (process.platform === 'linux') expect(elkThreadStats.nice).toBe(19);
+    expect(os.getPriority()).toBe(0); // only that thread: this one keeps its priority
+
+    const graph = {
+      id: 'root',
+      layoutOptions: { 'elk.algorithm': 'layered', 'elk.direction': 'DOWN' },
+      children: ['a', 'b', 'c', 'd'].map((id) => ({ id, width: 60, height: 30 })),
+      edges: [['a', 'b'], ['a', 'c'], ['c', 'd'], ['d', 'a']].map(([s, t], i) => ({ id: `e${i}`, sources: [s!], targets: [t!] })),
+    };
+    const ELK = createRequire(import.meta.url)('elkjs/lib/elk.bundled.js') as new () => { layout<T>(g: T): Promise<T> };
+    const here = await new ELK().layout(structuredClone(graph));
+    // ELK numbers its objects ("$H") as it goes: the same layout, other numbers.
+    const geometry = (g: unknown) => JSON.parse(JSON.stringify(g, (k, v) => (k === '$H' ? undefined : v)));
+    expect(geometry(await layoutOnThread(structuredClone(graph)))).toEqual(geometry(here));
   });
 });

@@ -42,7 +42,6 @@ export class AuditTrail {
   private held = false;
   private readonly listeners = new Set<(c: AuditCommit) => void>();
   private runner: GitRunnerLease | null = null;
-  private closing = false;
   /** Commits made by this trail (for tests and status). */
   commits = 0;
   /** The repository has a commit (known once seen: the first commit is the only one imported). */
@@ -56,6 +55,11 @@ export class AuditTrail {
   /** Creates or checks the repository and commits what is already there. */
   async start(): Promise<void> {
     await ensureRepo(this.root);
+    // The git runner (git-runner.ts) starts now, while this process is small: started by
+    // the first commit, after the ready of 10,000 agents, its fork held the main thread
+    // ~0.8 s and write-protected 2 GB under every thread just as requests came. It boots
+    // at nice 19, so the workers starting meanwhile keep the CPU.
+    this.runner ??= acquireGitRunner();
     this.ready = true;
     this.note('hive started');
     const sweepMs = this.o.sweepMs ?? 30_000;
@@ -120,7 +124,6 @@ export class AuditTrail {
 
   /** Final commit, then no more. */
   async close(): Promise<void> {
-    this.closing = true;
     if (this.sweep) clearInterval(this.sweep);
     if (this.ready && this.pending.length > 0) await this.flush();
     else await this.running;
@@ -158,16 +161,10 @@ export class AuditTrail {
     this.pending = [];
     this.firstPendingAt = 0;
     try {
-      // Commits start git through the git runner (git-runner.ts), started by the first
-      // commit: after the hive is ready (a held trail), not during a start where its boot
-      // competed with the workers' (it slowed the cold start and the recovery after a
-      // SIGKILL). That commit waits for it rather than forking git
-      // from the supervisor meanwhile; a runner that cannot start is not waited for. A
-      // trail closing before its first commit does not start one for its last.
-      if (!this.runner && !this.closing) {
-        this.runner = acquireGitRunner();
-        await Promise.race([this.runner.ready, new Promise((r) => setTimeout(r, RUNNER_WAIT_MS).unref())]);
-      }
+      // Commits start git through the git runner started with the trail. A commit waits
+      // for it while it is still starting rather than forking git from the supervisor
+      // meanwhile; a runner that cannot start is not waited for.
+      if (this.runner) await Promise.race([this.runner.ready, new Promise((r) => setTimeout(r, RUNNER_WAIT_MS).unref())]);
       const lock = recoverIndexLock(this.root);
       if (lock === 'recovered') appendEvent(this.root, { type: 'audit.lock-recovered', file: '.git/index.lock' });
       if (lock === 'busy') {

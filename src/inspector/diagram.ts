@@ -1,12 +1,11 @@
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { packageRoot } from '../package-files.ts';
 import type { MachineGraph } from './machine-graph.ts';
+import { layoutOnThread } from './elk-thread.ts';
 
 /**
- * Draws a machine graph as SVG: ELK (elkjs, run in Node) computes the layout, this file
- * writes the markup. The same SVG serves `hive diagram` and the inspector page, which
- * highlights a state by its `data-state` attribute. No browser, no network.
+ * Draws a machine graph as SVG: ELK (elkjs, run in Node, on a thread of its own:
+ * elk-thread.ts) computes the layout, this file writes the markup. The same SVG serves
+ * `hive diagram` and the inspector page, which highlights a state by its `data-state`
+ * attribute. No browser, no network.
  */
 
 interface ElkLabel {
@@ -34,19 +33,6 @@ interface ElkEdge {
   labels?: ElkLabel[];
   sections?: { startPoint: { x: number; y: number }; endPoint: { x: number; y: number }; bendPoints?: { x: number; y: number }[] }[];
 }
-interface Elk {
-  layout(graph: ElkNode): Promise<ElkNode>;
-}
-
-let elk: Elk | null = null;
-
-function getElk(): Elk {
-  // elk.bundled.js is CommonJS and brings its own layout worker emulation for Node.
-  const ELK = createRequire(path.join(packageRoot(), 'package.json'))('elkjs/lib/elk.bundled.js') as new () => Elk;
-  elk ??= new ELK();
-  return elk;
-}
-
 const CHAR = 7.2; // width of a 12px sans-serif character, roughly: there is no text metric in Node
 const LABEL_CHAR = 6.2;
 
@@ -62,10 +48,11 @@ function nodeSize(s: MachineGraph['states'][number]): { width: number; height: n
 
 /**
  * Lays out and renders a machine graph. `idPrefix` keeps marker ids unique when
- * several diagrams share a page.
+ * several diagrams share a page; `holdProcess: false` lets the process exit meanwhile
+ * (a warm-up whose result only a running server would use).
  * @example const svg = await renderMachineSvg(machineGraph(MACHINES.agent));
  */
-export async function renderMachineSvg(graph: MachineGraph, options: { idPrefix?: string; title?: string } = {}): Promise<string> {
+export async function renderMachineSvg(graph: MachineGraph, options: { idPrefix?: string; title?: string; holdProcess?: boolean } = {}): Promise<string> {
   const p = options.idPrefix ?? graph.id;
   const input: ElkNode = {
     id: 'root',
@@ -87,7 +74,7 @@ export async function renderMachineSvg(graph: MachineGraph, options: { idPrefix?
       labels: [{ text: t.label, width: Math.round(t.label.length * LABEL_CHAR + 6), height: 14 }],
     })),
   };
-  const laid = await getElk().layout(input);
+  const laid = await layoutOnThread(input, { hold: options.holdProcess ?? true });
   const width = Math.ceil(laid.width ?? 400);
   const height = Math.ceil(laid.height ?? 300);
   const out: string[] = [];

@@ -55,7 +55,9 @@ let diagrams: Promise<Record<MachineName, string>> | null = null;
 export function machineDiagrams(): Promise<Record<MachineName, string>> {
   diagrams ??= (async () => {
     const out = {} as Record<MachineName, string>;
-    for (const name of Object.keys(MACHINES) as MachineName[]) out[name] = await renderMachineSvg(machineGraph(MACHINES[name]), { idPrefix: `m-${name}` });
+    // The server keeps the process alive while a page waits for these; a hive stopped
+    // right after its start does not wait for them.
+    for (const name of Object.keys(MACHINES) as MachineName[]) out[name] = await renderMachineSvg(machineGraph(MACHINES[name]), { idPrefix: `m-${name}`, holdProcess: false });
     return out;
   })();
   return diagrams;
