@@ -142,4 +142,7 @@ const result = {
   },
 };
 process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-fs.rmSync(base, { recursive: true, force: true });
+// BENCH_KEEP=1 keeps the hives (to look at them, or to run again at once: on a disk whose
+// allocator skips recently freed inodes, a run right after a large removal starts slower).
+if (process.env.BENCH_KEEP) process.stderr.write(`bench:scale: hives kept in ${base}\n`);
+else fs.rmSync(base, { recursive: true, force: true });
