@@ -102,10 +102,14 @@ const bigChild = new ChaosChild(big.file);
 const startMs = await bigChild.start(undefined, 600_000);
 const replies = new Replies(big.root);
 const latencies: number[] = [];
+/** When each request was sent (ms after ready), beside its latency: where the slow ones fall. */
+const sentAfterReady: number[] = [];
+const readyAt = performance.now();
 let peakRss = rssMiB(bigChild.pid!);
 const firstRequestMs = await roundTrip(big.root, `echo-${BIG_AGENTS - 1}`, replies);
 const until = performance.now() + AFTER_READY_MS;
 while (performance.now() < until) {
+  sentAfterReady.push(performance.now() - readyAt);
   latencies.push(await roundTrip(big.root, `echo-${Math.floor(Math.random() * BIG_AGENTS)}`, replies));
   peakRss = Math.max(peakRss, rssMiB(bigChild.pid!));
   await new Promise((r) => setTimeout(r, 100));
@@ -133,6 +137,11 @@ const result = {
     startPhasesMs: phases,
     firstRequestAfterReadyMs: round(firstRequestMs, 1),
     requestsAfterReadyMs: { ...after, overMs: AFTER_READY_MS, over50ms: [firstRequestMs, ...latencies].filter((l) => l > 50).length },
+    // The ten slowest, each with when it was sent (ms after ready).
+    slowest: [{ sentAfterReadyMs: 0, ms: firstRequestMs }, ...latencies.map((ms, i) => ({ sentAfterReadyMs: sentAfterReady[i]!, ms }))]
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 10)
+      .map((r) => ({ sentAfterReadyMs: round(r.sentAfterReadyMs, 0), ms: round(r.ms, 1) })),
     peakRssMiB: round(peakRss, 0),
     targets: {
       readyAtMost20s: startMs <= 20_000,
