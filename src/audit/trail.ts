@@ -42,6 +42,7 @@ export class AuditTrail {
   private held = false;
   private readonly listeners = new Set<(c: AuditCommit) => void>();
   private runner: GitRunnerLease | null = null;
+  private closing = false;
   /** Commits made by this trail (for tests and status). */
   commits = 0;
   /** The repository has a commit (known once seen: the first commit is the only one imported). */
@@ -124,6 +125,7 @@ export class AuditTrail {
 
   /** Final commit, then no more. */
   async close(): Promise<void> {
+    this.closing = true;
     if (this.sweep) clearInterval(this.sweep);
     if (this.ready && this.pending.length > 0) await this.flush();
     else await this.running;
@@ -163,8 +165,9 @@ export class AuditTrail {
     try {
       // Commits start git through the git runner started with the trail. A commit waits
       // for it while it is still starting rather than forking git from the supervisor
-      // meanwhile; a runner that cannot start is not waited for.
-      if (this.runner) await Promise.race([this.runner.ready, new Promise((r) => setTimeout(r, RUNNER_WAIT_MS).unref())]);
+      // meanwhile; a runner that cannot start is not waited for, nor by the last commit of
+      // a trail closing (a start that failed does not wait for a runner to boot).
+      if (this.runner && !this.closing) await Promise.race([this.runner.ready, new Promise((r) => setTimeout(r, RUNNER_WAIT_MS).unref())]);
       const lock = recoverIndexLock(this.root);
       if (lock === 'recovered') appendEvent(this.root, { type: 'audit.lock-recovered', file: '.git/index.lock' });
       if (lock === 'busy') {
