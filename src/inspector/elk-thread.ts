@@ -29,7 +29,8 @@ interface Elk {
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const os = require('node:os');
-try { os.setPriority(19); } catch {}
+// Linux only: there setpriority() applies to the calling thread; elsewhere to the whole process.
+if (process.platform === 'linux') { try { os.setPriority(19); } catch {} }
 let nice = null;
 try { nice = os.getPriority(); } catch {}
 const ELK = require(workerData.elk);
