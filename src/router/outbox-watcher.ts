@@ -18,8 +18,11 @@ export interface OutboxWatcher {
 }
 
 /**
- * `alreadyDue(agent)`: true when the router will read that outbox anyway; its events are
- * then dropped before any system call.
+ * `alreadyDue(agent)`: true when the router's next pass reads that outbox anyway; its
+ * events are then dropped before any system call. The outboxes there when the watch starts
+ * are not reported (the caller reads them all: the router's first pass is a sweep of every
+ * outbox); an agent folder that appears later is, once watched (files may have landed in
+ * it first).
  */
 export function watchOutboxes(agentsDir: string, onChange: (agent: string) => void, onError: (err: unknown) => void, alreadyDue: (agent: string) => boolean = () => false): OutboxWatcher {
   return process.platform === 'linux' ? watchWithInotify(agentsDir, onChange, onError, alreadyDue) : watchWithChokidar(agentsDir, onChange, onError);
@@ -27,7 +30,7 @@ export function watchOutboxes(agentsDir: string, onChange: (agent: string) => vo
 
 function watchWithInotify(agentsDir: string, onChange: (agent: string) => void, onError: (err: unknown) => void, alreadyDue: (agent: string) => boolean): OutboxWatcher {
   const watchers = new Map<string, fs.FSWatcher>();
-  const add = (id: string, retries = 5) => {
+  const add = (id: string, retries = 5, existing = false) => {
     if (!isAgentId(id) || watchers.has(id)) return;
     try {
       const outbox = path.join(agentsDir, id, 'outbox');
@@ -41,14 +44,17 @@ function watchWithInotify(agentsDir: string, onChange: (agent: string) => void, 
         onError(err);
       });
       watchers.set(id, w);
-      onChange(id); // files may have landed before the watch
+      // Files may have landed before the watch: a new agent's are read now; the sweep the
+      // caller starts with reads those of the agents already there (reporting each of them
+      // here would put all 10,000 of a big hive's outboxes in one pass instead of slices).
+      if (!existing) onChange(id);
     } catch (err) {
       // The folder of a brand-new agent may not have its outbox yet.
       if (retries > 0) setTimeout(() => add(id, retries - 1), 50).unref();
       else onError(err);
     }
   };
-  for (const id of fs.readdirSync(agentsDir)) add(id);
+  for (const id of fs.readdirSync(agentsDir)) add(id, 5, true);
   const top = fs.watch(agentsDir, (_event, name) => {
     if (typeof name === 'string') add(name);
   });
