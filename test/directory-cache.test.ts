@@ -46,4 +46,24 @@ describe('router directory cache', () => {
     expect(directory().all.has('b')).toBe(true);
     expect(refused.filter((r) => r.startsWith('b: '))).toHaveLength(1);
   });
+
+  it('its 60 s look reads again only when the registry or the agents folder differs in content', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const root = tempRoot();
+    await ensureHive(root);
+    for (const id of ['a', 'b']) await ensureAgent(root, { id, brain: { kind: 'echo' } });
+    const directory = createDirectoryCache(root);
+    const first = directory();
+    vi.setSystemTime(Date.now() + 61_000);
+    // Nothing differs: the same directory (a read would build a new one: at 10,000 agents a
+    // 70–100 ms stall of the router every minute).
+    expect(directory()).toBe(first);
+    vi.setSystemTime(Date.now() + 61_000);
+    expect(directory()).toBe(first);
+    // A new agent is read at once, as before.
+    await ensureAgent(root, { id: 'c', brain: { kind: 'echo' } });
+    const third = directory();
+    expect(third).not.toBe(first);
+    expect(third.all.has('c')).toBe(true);
+  });
 });
