@@ -238,7 +238,9 @@ let poll: NodeJS.Timeout | null = null;
 
 const api: RouterHostApi = {
   async start() {
-    actor.start();
+    // The watch first, then the first pass (a sweep of every outbox): a file that lands in
+    // an outbox after the sweep read it is then always an event (the watcher does not report
+    // the outboxes that were there when it started: the sweep reads them).
     if (settings.watch) {
       const agentsDir = hivePaths(init.root).agents;
       watcher = watchOutboxes(
@@ -248,6 +250,7 @@ const api: RouterHostApi = {
         (agent) => pending.due(agent),
       );
     }
+    actor.start();
     if (init.cluster) {
       // Every agent of the hive has an inbox stream, wherever it runs. A commit by one of
       // this machine's agents (the port's kick also says so), or a send over NATS by a
