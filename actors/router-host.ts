@@ -238,9 +238,9 @@ let poll: NodeJS.Timeout | null = null;
 
 const api: RouterHostApi = {
   async start() {
-    // The watch first, then the first pass (a sweep of every outbox): a file that lands in
-    // an outbox after the sweep read it is then always an event (the watcher does not report
-    // the outboxes that were there when it started: the sweep reads them).
+    // The watch first, then the first pass (a sweep of every outbox): on Linux a file that
+    // lands in an outbox after the sweep read it is then always an event (the watcher does
+    // not report the outboxes that were there when it started: the sweep reads them).
     if (settings.watch) {
       const agentsDir = hivePaths(init.root).agents;
       watcher = watchOutboxes(

@@ -41,6 +41,9 @@ const RUNNER_OPTIONS = {
   stdout: 'ignore',
   stderr: 'inherit',
   reject: false,
+  // Replies are handled as they come; execa would otherwise keep every one of them (each
+  // git's stdout and stderr) for the runner's whole life.
+  buffer: { ipc: false },
   // The runner exits by itself when this process goes (its channel closes); git commits
   // it started are left to finish (a killed commit leaves index.lock behind).
   cleanup: false,

@@ -35,15 +35,19 @@ export function readAgentMachine(root: string, agentId: string): AgentMachineFil
 
 const drawn = new Map<string, Promise<string>>();
 
-/** The agent's machine as SVG (the offline renderer of the built-in diagrams), or null for an agent that is no machine. */
-export async function agentMachineSvg(root: string, agentId: string): Promise<string | null> {
+/**
+ * The agent's machine as SVG (the offline renderer of the built-in diagrams), or null for an
+ * agent that is no machine. `holdProcess: false` (a server, which keeps the process alive
+ * while a page waits): a process stopping meanwhile does not wait for the layout.
+ */
+export async function agentMachineSvg(root: string, agentId: string, options: { holdProcess?: boolean } = {}): Promise<string | null> {
   const file = readAgentMachine(root, agentId);
   if (!file) return null;
   // The SVG names the agent (its title, its marker ids): one per agent, even for agents of one module.
   const key = `${agentId}:${createHash('sha256').update(JSON.stringify(file.graph)).digest('hex')}`;
   let svg = drawn.get(key);
   if (!svg) {
-    svg = renderMachineSvg(file.graph, { idPrefix: `a-${agentId}`, title: `${agentId}: ${file.graph.id}` });
+    svg = renderMachineSvg(file.graph, { idPrefix: `a-${agentId}`, title: `${agentId}: ${file.graph.id}`, holdProcess: options.holdProcess ?? true });
     drawn.set(key, svg);
     svg.catch(() => drawn.delete(key));
   }

@@ -61,6 +61,8 @@ let idle: NodeJS.Timeout | null = null;
 let nextId = 1;
 const waiting = new Map<number, Waiting>();
 let local: Elk | null = null;
+/** A thread could not run layouts here: every layout runs in this thread. */
+let threadsBroken = false;
 
 /** What the layout thread did in this process (tests, diagnostics). */
 export const elkThreadStats = { started: 0, layouts: 0, inThisThread: 0, nice: null as number | null };
@@ -83,7 +85,9 @@ function startThread(): Worker | null {
   try {
     const w = new Worker(THREAD_SOURCE, { eval: true, workerData: { elk: elkPath() }, stdout: false, stderr: false });
     elkThreadStats.started += 1;
+    let answers = 0;
     w.on('message', (a: Answer) => {
+      answers += 1;
       const job = waiting.get(a.id);
       if (!job) return;
       waiting.delete(a.id);
@@ -96,13 +100,23 @@ function startThread(): Worker | null {
       holdIfWaited(w);
       settle(w);
     });
-    // Whatever ended it, the layouts it had are done here.
-    const lost = () => {
+    // A thread that ended before its first answer could not run here at all (elkjs not
+    // loadable in a worker, workers refused): its layouts, and every later one, are done in
+    // this thread. One that ended later ended on one of its layouts (a graph too big for its
+    // heap, say, from an agent's machine.json): those fail rather than run again on the
+    // supervisor's main thread; the next layout gets a new thread.
+    const lost = (err?: unknown) => {
       if (thread !== w) return;
       thread = null;
       const jobs = [...waiting.values()];
       waiting.clear();
-      for (const j of jobs) layoutHere(j.graph).then(j.resolve, j.reject);
+      if (answers === 0) {
+        threadsBroken = true;
+        for (const j of jobs) Promise.resolve().then(() => layoutHere(j.graph)).then(j.resolve, j.reject);
+      } else {
+        const why = err instanceof Error ? err.message : 'it exited';
+        for (const j of jobs) j.reject(new Error(`ELK layout failed: its thread ended (${why})`));
+      }
     };
     w.on('error', lost);
     w.on('exit', lost);
@@ -137,9 +151,9 @@ function settle(w: Worker): void {
 export function layoutOnThread<T>(graph: T, options: { hold?: boolean } = {}): Promise<T> {
   if (idle) clearTimeout(idle);
   idle = null;
-  thread ??= startThread();
-  const w = thread;
-  if (!w) return layoutHere(graph);
+  if (!threadsBroken) thread ??= startThread();
+  const w = threadsBroken ? null : thread;
+  if (!w) return Promise.resolve().then(() => layoutHere(graph));
   const id = nextId++;
   return new Promise<T>((resolve, reject) => {
     waiting.set(id, { graph, hold: options.hold ?? true, resolve: resolve as (laid: unknown) => void, reject });

@@ -136,7 +136,7 @@ export async function startInspector(hive: Hive, options: { port?: number; token
       case 'GET /api/agent-machine': {
         const agent = url.searchParams.get('agent') ?? '';
         if (!isAgentId(agent)) return sendError(res, 400, 'E_BAD_ARGS', 'Expected ?agent=<agent id>');
-        const svg = await agentMachineSvg(hive.root, agent);
+        const svg = await agentMachineSvg(hive.root, agent, { holdProcess: false });
         if (!svg) return sendError(res, 404, 'E_NOT_FOUND', `Agent ${agent} has no machine of its own`);
         return send(res, 200, JSON.stringify({ agent, svg }));
       }

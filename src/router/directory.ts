@@ -155,7 +155,11 @@ function contentOf(root: string): string {
     // unreadable: the read keeps what it had; so does this
   }
   try {
-    names = fs.readdirSync(p.agents).join('/');
+    // With each entry's type (no extra system call): a folder swapped for a symlink of the same name differs.
+    names = fs
+      .readdirSync(p.agents, { withFileTypes: true })
+      .map((e) => `${e.name}:${e.isDirectory() ? 'd' : e.isSymbolicLink() ? 'l' : 'o'}`)
+      .join('/');
   } catch {
     // likewise
   }

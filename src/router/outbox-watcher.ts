@@ -22,7 +22,9 @@ export interface OutboxWatcher {
  * events are then dropped before any system call. The outboxes there when the watch starts
  * are not reported (the caller reads them all: the router's first pass is a sweep of every
  * outbox); an agent folder that appears later is, once watched (files may have landed in
- * it first).
+ * it first). On Linux every watch is in place when this returns; chokidar (elsewhere)
+ * scans asynchronously, and a file that lands in an outbox the sweep already read, before
+ * chokidar's scan reaches it, waits for the router's safety poll.
  */
 export function watchOutboxes(agentsDir: string, onChange: (agent: string) => void, onError: (err: unknown) => void, alreadyDue: (agent: string) => boolean = () => false): OutboxWatcher {
   return process.platform === 'linux' ? watchWithInotify(agentsDir, onChange, onError, alreadyDue) : watchWithChokidar(agentsDir, onChange, onError);
@@ -54,11 +56,13 @@ function watchWithInotify(agentsDir: string, onChange: (agent: string) => void, 
       else onError(err);
     }
   };
-  for (const id of fs.readdirSync(agentsDir)) add(id, 5, true);
+  // The folder's watch before its listing: an agent folder made between the two is then
+  // seen by the watch (`add` passes by an id it has).
   const top = fs.watch(agentsDir, (_event, name) => {
     if (typeof name === 'string') add(name);
   });
   top.on('error', onError);
+  for (const id of fs.readdirSync(agentsDir)) add(id, 5, true);
   return {
     async close() {
       top.close();
