@@ -35,6 +35,7 @@ import { ROUTER_HOST, RouterChild } from './router-child.ts';
 import { relayWorkerEvent } from './worker-events.ts';
 import { archiveRemovedAgents, noticeProviderSwitch } from './provider-switch.ts';
 import { sendKickoff, sweepOrphans } from './startup.ts';
+import { WRITE_BACK_AFTER_MADE, startWriteBack } from './write-back.ts';
 import type { ActorStatus, HostStatus } from './status.ts';
 
 export type { ActorStatus, HostStatus } from './status.ts';
@@ -123,6 +124,7 @@ export class Supervisor {
       );
       for (const a of this.config.agents) await noticeProviderSwitch(this.ctx, a.id, before.agents[a.id]?.brain, a.brain);
       await archiveRemovedAgents(this.ctx);
+      if (created.size >= WRITE_BACK_AFTER_MADE) startWriteBack(this.root);
       phase('ensure');
       sweepOrphans(this.root, created);
       // One machine: hive.send() writes the send log, recovered before the router starts.
