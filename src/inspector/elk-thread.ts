@@ -17,8 +17,9 @@ import { packageRoot } from '../package-files.ts';
  * The thread starts with the first layout and ends once it has had nothing to do for a
  * moment; it holds the process open only while a layout someone waits for (`hold`) is in
  * flight: the inspector's warm-up does not delay the exit of a hive stopped right after
- * its start. If it cannot start or dies, the layouts it had are done in this thread (as
- * elkjs would do them anyway).
+ * its start. A thread that cannot load elkjs (or start at all) hands its layouts, and every
+ * later one, to this thread (as elkjs would do them anyway); one that dies on a layout fails
+ * the layouts it had (see `lost`).
  */
 
 interface Elk {
@@ -35,6 +36,7 @@ let nice = null;
 try { nice = os.getPriority(); } catch {}
 const ELK = require(workerData.elk);
 const elk = new ELK();
+parentPort.postMessage({ ready: true });
 parentPort.on('message', (m) => {
   elk.layout(m.graph).then(
     (laid) => parentPort.postMessage({ id: m.id, laid, nice }),
@@ -46,7 +48,7 @@ parentPort.on('message', (m) => {
 /** How long the thread waits for another layout before it ends. */
 const IDLE_MS = 2_000;
 
-type Answer = { id: number; laid: unknown; nice: number | null } | { id: number; error: string };
+type Answer = { ready: true } | { id: number; laid: unknown; nice: number | null } | { id: number; error: string };
 
 interface Waiting {
   graph: unknown;
@@ -67,27 +69,27 @@ let threadsBroken = false;
 /** What the layout thread did in this process (tests, diagnostics). */
 export const elkThreadStats = { started: 0, layouts: 0, inThisThread: 0, nice: null as number | null };
 
-function elkPath(): string {
-  return createRequire(path.join(packageRoot(), 'package.json')).resolve('elkjs/lib/elk.bundled.js');
-}
+/** Resolves modules as the package does (elkjs is its dependency, wherever it is installed). */
+const packageRequire = () => createRequire(path.join(packageRoot(), 'package.json'));
+const ELK_MODULE = 'elkjs/lib/elk.bundled.js';
 
 /** elkjs in this thread (the fallback). */
 function layoutHere<T>(graph: T): Promise<T> {
   elkThreadStats.inThisThread += 1;
-  if (!local) {
-    const ELK = createRequire(path.join(packageRoot(), 'package.json'))('elkjs/lib/elk.bundled.js') as new () => Elk;
-    local = new ELK();
-  }
+  local ??= new (packageRequire()(ELK_MODULE) as new () => Elk)();
   return local.layout(graph);
 }
 
 function startThread(): Worker | null {
   try {
-    const w = new Worker(THREAD_SOURCE, { eval: true, workerData: { elk: elkPath() }, stdout: false, stderr: false });
+    const w = new Worker(THREAD_SOURCE, { eval: true, workerData: { elk: packageRequire().resolve(ELK_MODULE) }, stdout: false, stderr: false });
     elkThreadStats.started += 1;
-    let answers = 0;
+    let loaded = false;
     w.on('message', (a: Answer) => {
-      answers += 1;
+      if ('ready' in a) {
+        loaded = true;
+        return;
+      }
       const job = waiting.get(a.id);
       if (!job) return;
       waiting.delete(a.id);
@@ -100,17 +102,17 @@ function startThread(): Worker | null {
       holdIfWaited(w);
       settle(w);
     });
-    // A thread that ended before its first answer could not run here at all (elkjs not
-    // loadable in a worker, workers refused): its layouts, and every later one, are done in
-    // this thread. One that ended later ended on one of its layouts (a graph too big for its
-    // heap, say, from an agent's machine.json): those fail rather than run again on the
-    // supervisor's main thread; the next layout gets a new thread.
+    // A thread that ended before it had loaded elkjs could not run here at all: its
+    // layouts, and every later one, are done in this thread. One that ended later ended on
+    // one of its layouts (a graph too big for its heap, say, from an agent's machine.json):
+    // those fail rather than run again on the supervisor's main thread; the next layout
+    // gets a new thread.
     const lost = (err?: unknown) => {
       if (thread !== w) return;
       thread = null;
       const jobs = [...waiting.values()];
       waiting.clear();
-      if (answers === 0) {
+      if (!loaded) {
         threadsBroken = true;
         for (const j of jobs) Promise.resolve().then(() => layoutHere(j.graph)).then(j.resolve, j.reject);
       } else {
