@@ -10,6 +10,7 @@ import { agentPaths } from '../src/layout/paths.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { stableId } from '../src/protocol/ids.ts';
+import { answerQuestion, listQuestions } from '../src/human/questions.ts';
 
 const writer = { kind: 'machine' as const, module: path.join(process.cwd(), 'scripts', 'demo', 'writer.ts') };
 const inbox = (root: string, id: string) => readInbox(root, id, 0).entries.map((e) => e.message);
@@ -109,5 +110,17 @@ describe('human in the loop', () => {
     expect(hive.questions()).toEqual([]);
     await new Promise((r) => setTimeout(r, 1_000));
     expect(inbox(hive.root, 'a').filter((m) => m.in_reply_to === q.id)).toHaveLength(1);
+  });
+  it('a question delivered twice is listed once, so answering every open question answers it once (the chaos workload under a planted duplicate delivery)', async () => {
+    const hive = await startHive(fastConfig({ agents: [{ id: 'a', brain: { kind: 'external' } }] }));
+    const q = await hive.send({ from: 'a', to: 'god', act: 'query', body: 'twice?' });
+    await waitFor(hive, () => hive.questions().length === 1, 'question');
+    const rows = listInbox(hive.root, 'god');
+    const row = rows.find((r) => r.message?.id === q.id)!;
+    const inbox = [...rows, { ...row, seq: row.seq + 1_000 }];
+    const open = listQuestions(hive.root, { open: true, inbox });
+    expect(open.map((x) => x.id)).toEqual([q.id]);
+    for (const x of open) answerQuestion(hive.root, x.id, 'once', { inbox });
+    expect(listQuestions(hive.root, { open: true, inbox })).toEqual([]);
   });
 });

@@ -156,17 +156,23 @@ async function runChaosIn(work: string, kinds: readonly FaultKind[], skipped: Pa
     let running = true;
     const stall = watchRouting(root, ctx.excuse);
     const interval = 1000 / (options.rate ?? 40);
+    // The workload failing (a bug in it, not a fault) ends the run at once with its error; held
+    // in a promise that is awaited only at the end, it would first be an unhandled rejection.
+    let trafficFailed: { error: unknown } | null = null;
     const traffic = (async () => {
       while (running) {
         await workload.tick();
         await new Promise((r) => setTimeout(r, interval));
       }
-    })();
+    })().catch((error: unknown) => {
+      trafficFailed = { error };
+      running = false;
+    });
 
     const faults = plan(rng, Math.max(kinds.length, Math.round(options.durationMs / 1_500)), kinds);
     const end = t0 + options.durationMs;
     let slowActive = false;
-    for (let i = 0; i < faults.length; ) {
+    for (let i = 0; i < faults.length && !trafficFailed; ) {
       if (Date.now() >= end && i >= kinds.length) break;
       await new Promise((r) => setTimeout(r, rng.int(150, 600)));
       const kind = faults[i]!;
@@ -186,9 +192,10 @@ async function runChaosIn(work: string, kinds: readonly FaultKind[], skipped: Pa
       else if (kind === 'symlink') await symlink(ctx);
       else if (kind === 'disk-full') await diskFull(ctx);
     }
-    while (Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    while (Date.now() < end && !trafficFailed) await new Promise((r) => setTimeout(r, 50));
     running = false;
     await traffic;
+    if (trafficFailed) throw (trafficFailed as { error: unknown }).error;
     const stalled = stall.stop();
     if (slowActive) await supervisorKill(ctx, [], false);
 

@@ -83,8 +83,13 @@ export function listQuestions(root: string, options: { open?: boolean; inbox?: I
   // `inbox`: god's inbox as read through the transport (cluster mode); else the local log.
   const rows = (options.inbox ?? listInbox(root, GOD_ID)).map((row) => ({ row, m: row.message }));
   const withdrawals = rows.filter((r) => r.m && isWithdrawal(r.m)) as { row: (typeof rows)[number]['row']; m: HiveMessage }[];
+  const seen = new Set<string>();
   for (const { row, m } of rows) {
     if (!m || !isQuestion(m)) continue;
+    // A question is its id: a second delivery of it (a delivery bug, or a hive from before the
+    // dedupe) is the same question, listed once, so answering each listed one answers each once.
+    if (seen.has(m.id)) continue;
+    seen.add(m.id);
     const answer = answers.get(m.id) ?? null;
     const w = withdrawals.find(
       (x) => x.m.from === m.from && (x.m.in_reply_to === m.id || (x.m.in_reply_to === null && x.m.conversation === m.conversation && x.row.seq > row.seq)),
