@@ -26,6 +26,7 @@ function plantTree(root: string): void {
   fs.writeFileSync(Buffer.from([...Buffer.from(`${root}/latin1-`), 0xe9, ...Buffer.from('.md')]), 'not UTF-8 in its name\n');
   fs.symlinkSync('registry.json', path.join(root, 'link-to-registry'));
   fs.writeFileSync(path.join(root, 'ünïcode.md'), 'naïve\n');
+  fs.writeFileSync(path.join(root, 'empty.md'), '');
   execFileSync('mkfifo', [path.join(root, 'a-fifo')]);
 }
 
@@ -56,6 +57,25 @@ describe('the audit trail\'s first commit as one pack', () => {
     expect((await git(imported, ['diff-files', '--name-only'])).stdout).toBe(''); // the index has every file's stat data (no refresh: all listed)
     expect((await git(imported, ['status', '--porcelain'])).stdout).toBe('');
     expect((await git(imported, ['log', '--format=%s', 'HEAD'])).stdout.trim()).toBe('hive: started');
+  });
+
+  it('a stream of many pieces (3 MiB of memory and 3,000 small files) records the same tree as git add', async () => {
+    const [imported, added] = [tempDir('first-commit-'), tempDir('first-commit-')];
+    for (const root of [imported, added]) {
+      await ensureRepo(root);
+      plantTree(root);
+      fs.writeFileSync(path.join(root, 'agents', 'agent-1', 'memory.md'), Buffer.alloc(3 << 20, 'm'));
+      for (let i = 0; i < 3_000; i++) fs.writeFileSync(path.join(root, 'agents', `agent-${i % 60}`, `identity.md`), `# agent ${i}\n`);
+      fs.mkdirSync(path.join(root, 'notes'));
+      for (let i = 0; i < 3_000; i++) fs.writeFileSync(path.join(root, 'notes', `n-${i}.md`), `note ${i} ${'y'.repeat(i % 700)}\n`);
+    }
+    expect((await importFirstCommit(imported, 'first')).exitCode).toBe(0);
+    expect((await git(added, ['add', '-A'])).exitCode).toBe(0);
+    expect((await git(added, ['commit', '-q', '--no-verify', '-m', 'x'])).exitCode).toBe(0);
+    const tree = await treeOf(imported);
+    expect(tree.length).toBeGreaterThan(3_000);
+    expect(tree).toEqual(await treeOf(added));
+    expect((await git(imported, ['status', '--porcelain'])).stdout).toBe('');
   });
 
   it('a file changed after the import read it is left modified, and the next commit takes it', async () => {
