@@ -10,6 +10,8 @@ import { memoryIO } from '../src/cli/io.ts';
 import { formatDelivery } from '../src/cli/commands/start.ts';
 import { deliverDirect as deliver } from './helpers/deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
+import { remember } from '../src/memory/remember.ts';
+import { ensureRepo, HIVE_GITIGNORE } from '../src/audit/git.ts';
 import { startInspector } from '../src/inspector/server.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { bigMemory } from './helpers/memory.ts';
@@ -215,6 +217,53 @@ describe('hostile hive folder: the router', () => {
     expect(listDeadLetters(hive.root).find((d) => d.name === 'planted.json')).toEqual({ name: 'planted.json', reason: null });
     await roundTrip(hive, 'with a FIFO for .synced');
     expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+  });
+
+  it('log.jsonl replaced by a FIFO, then by a symlink out of the hive: nothing blocks, nothing outside is written; each is moved aside, named in the new log, and traffic flows', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client] }));
+    await roundTrip(hive, 'first');
+    const log = hivePaths(hive.root).log;
+    const outside = path.join(tempDir('hostile-outside-'), 'victim.txt');
+    fs.writeFileSync(outside, 'mine\n');
+    const plants = [
+      ['FIFO', () => execFileSync('mkfifo', [log])],
+      ['symbolic link', () => fs.symlinkSync(outside, log)],
+    ] as const;
+    for (const [kind, plant] of plants) {
+      fs.rmSync(log);
+      plant();
+      await roundTrip(hive, `with a ${kind} for log.jsonl`);
+      await waitFor(hive, () => fs.lstatSync(log).isFile() && fs.readFileSync(log, 'utf8').includes('"type":"log.moved-aside"'), `a new log after the ${kind}`, 10_000);
+      const moved = JSON.parse(fs.readFileSync(log, 'utf8').split('\n').find((l) => l.includes('"type":"log.moved-aside"'))!) as { found: string; to: string };
+      expect(moved.found).toMatch(kind === 'FIFO' ? /FIFO/ : /symbolic link/);
+      const aside = fs.lstatSync(path.join(hive.root, moved.to));
+      expect(kind === 'FIFO' ? aside.isFIFO() : aside.isSymbolicLink()).toBe(true);
+    }
+    expect(fs.readFileSync(outside, 'utf8')).toBe('mine\n');
+    expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
+    expect(hive.status().find((s) => s.id === 'echo')).toMatchObject({ status: 'running' });
+  });
+
+  it('memory.md or .gitignore replaced by a symlink out of the hive is never written through: remember refuses with E_NOT_REGULAR naming the file; the audit trail replaces the link', async () => {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
+    const outside = path.join(tempDir('hostile-outside-'), 'victim.txt');
+    fs.writeFileSync(outside, 'mine\n');
+    const memory = agentPaths(root, 'a').memory;
+    fs.rmSync(memory);
+    fs.symlinkSync(outside, memory);
+    await expect(remember(root, 'a', 'never outside')).rejects.toMatchObject({ code: 'E_NOT_REGULAR', message: expect.stringMatching(/agents\/a\/memory\.md is a symbolic link/) });
+    fs.rmSync(memory);
+    execFileSync('mkfifo', [memory]);
+    await expect(remember(root, 'a', 'never into a FIFO')).rejects.toMatchObject({ code: 'E_NOT_REGULAR', message: expect.stringMatching(/FIFO/) });
+    const ignore = path.join(root, '.gitignore');
+    fs.rmSync(ignore, { force: true });
+    fs.symlinkSync(outside, ignore);
+    await ensureRepo(root);
+    expect(fs.lstatSync(ignore).isFile()).toBe(true);
+    expect(fs.readFileSync(ignore, 'utf8')).toBe(HIVE_GITIGNORE);
+    expect(fs.readFileSync(outside, 'utf8')).toBe('mine\n');
   });
 
   it('a FIFO in an outbox is dead-lettered unopened, named as a FIFO; routing never stops', async () => {

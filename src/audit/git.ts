@@ -4,6 +4,7 @@ import { runGit, type GitResult } from './git-exec.ts';
 import { currentGitRunner } from './git-runner.ts';
 import { hiveModes } from '../fs/modes.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
+import { writeFileAtomic } from '../fs/atomic.ts';
 
 export type { GitResult } from './git-exec.ts';
 
@@ -112,6 +113,7 @@ export async function ensureRepo(root: string): Promise<boolean> {
   } catch {
     current = '';
   }
-  if (current !== HIVE_GITIGNORE) fs.writeFileSync(ignore, HIVE_GITIGNORE, { mode: hiveModes().file });
+  // Replaced, not written through: a symlink named .gitignore is swapped for the file.
+  if (current !== HIVE_GITIGNORE) writeFileAtomic(ignore, HIVE_GITIGNORE, { durable: false });
   return created;
 }

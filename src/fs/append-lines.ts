@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { hiveModes } from './modes.ts';
 import { syncFd } from './atomic.ts';
+import { entryKind, notRegularError } from './regular-file.ts';
 
 /**
  * Files this thread has already checked for a torn tail. A line is torn only by a crash (or
@@ -10,52 +11,69 @@ import { syncFd } from './atomic.ts';
  */
 const checked = new Set<string>();
 
-/** True when the file exists, is not empty and its last byte is not a newline. */
-function endsTorn(file: string): boolean {
+/**
+ * Read and write (the torn-tail check reads the last byte through the same descriptor),
+ * appending, created when missing, never through a symlink (ELOOP), never waiting on a FIFO
+ * (O_NONBLOCK: opened without waiting for a reader, then refused by the fstat below).
+ */
+const APPEND_FLAGS = fs.constants.O_RDWR | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+
+/**
+ * Opens a JSON-lines file of Hive's for appending, only if it is a regular file. A symlink,
+ * FIFO or socket in its place is `E_NOT_REGULAR`, never written through or waited on: the
+ * hive folder is shared, and `ln -s ~/.bashrc log.jsonl` must not make the hive append to
+ * a file outside it, nor `mkfifo log.jsonl` block every thread that logs.
+ */
+function openForAppend(file: string): { fd: number; size: number } {
   let fd: number;
   try {
-    fd = fs.openSync(file, 'r');
-  } catch {
-    return false; // not there yet: nothing to tear
+    fd = fs.openSync(file, APPEND_FLAGS, hiveModes().file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw notRegularError(file, 'symbolic link');
+    if (code === 'ENXIO') throw notRegularError(file, 'socket');
+    throw err;
   }
-  try {
-    const size = fs.fstatSync(fd).size;
-    if (size === 0) return false;
-    const last = Buffer.alloc(1);
-    fs.readSync(fd, last, 0, 1, size - 1);
-    return last[0] !== 0x0a;
-  } finally {
+  const stats = fs.fstatSync(fd);
+  if (!stats.isFile()) {
     fs.closeSync(fd);
+    throw notRegularError(file, entryKind(stats));
   }
+  return { fd, size: stats.size };
+}
+
+/** True when the open file is not empty and its last byte is not a newline. */
+function endsTorn(fd: number, size: number): boolean {
+  if (size === 0) return false;
+  const last = Buffer.alloc(1);
+  fs.readSync(fd, last, 0, 1, size - 1);
+  return last[0] !== 0x0a;
 }
 
 /**
  * Appends newline-terminated lines to a JSON-lines file. The first append of this thread
  * to a file whose last line was torn starts on a fresh line, so the torn line stays one
  * unreadable line (skipped by readers) instead of swallowing the next record.
- * `durable`: the line is flushed (fdatasync) before it returns.
+ * `durable`: the line is flushed (fdatasync) before it returns. Throws `E_NOT_REGULAR`
+ * when something other than a regular file has the file's name (see `openForAppend`).
  * @example appendLines(logFile, `${JSON.stringify(event)}\n`)
  */
 export function appendLines(file: string, text: string, options: { durable?: boolean } = {}): void {
-  if (!checked.has(file)) {
-    if (endsTorn(file)) text = `\n${text}`;
-    if (checked.size >= 4_096) checked.clear();
-    checked.add(file);
-  }
+  const { fd, size } = openForAppend(file);
   try {
-    if (!options.durable) fs.appendFileSync(file, text, { mode: hiveModes().file });
-    else {
-      // Flushed before it returns: the line is on disk once the caller is told so.
-      const fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK, hiveModes().file);
-      try {
-        fs.writeSync(fd, text);
-        syncFd(fd, true);
-      } finally {
-        fs.closeSync(fd);
-      }
+    if (!checked.has(file)) {
+      if (endsTorn(fd, size)) text = `\n${text}`;
+      if (checked.size >= 4_096) checked.clear();
+      checked.add(file);
     }
+    const bytes = Buffer.from(text);
+    for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, bytes.length - off);
+    // Flushed before it returns: the line is on disk once the caller is told so.
+    if (options.durable) syncFd(fd, true);
   } catch (err) {
     checked.delete(file); // a write cut short (a full disk) may have torn the tail: check again next time
     throw err;
+  } finally {
+    fs.closeSync(fd);
   }
 }

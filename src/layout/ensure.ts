@@ -6,7 +6,7 @@ import { createFileOnce, fsyncDirAsync, writeFilesAtomic, writeFilesAtomicAsync,
 import { GOD_ID, SYSTEM_SENDER } from '../protocol/agent-id.ts';
 import { updateRegistry, type RegistryEntry } from '../registry/registry.ts';
 import { ensureHiveKey } from '../hooks/agent-token.ts';
-import { hiveModes, makeDir } from '../fs/modes.ts';
+import { makeDir } from '../fs/modes.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
 
 export interface AgentSpec {
@@ -191,7 +191,8 @@ export async function ensureAgent(root: string, spec: AgentSpec, origin: Registr
 export async function ensureHive(root: string): Promise<void> {
   const p = hivePaths(root);
   for (const dir of [p.root, p.agents, p.deadLetter, p.palace, p.backups]) makeDir(dir);
-  if (!fs.existsSync(p.log)) fs.writeFileSync(p.log, '', { mode: hiveModes().file });
+  // Made by a link, like the stores below: a dangling symlink named log.jsonl is not followed.
+  createFileOnce(p.log, '');
   // The snapshot store and the archive of closed conversations, empty at first
   // (never written over one a lock-protected updater made meanwhile).
   createFileOnce(p.snapshots, `${JSON.stringify({ version: 1, snapshots: [] }, null, 2)}\n`);

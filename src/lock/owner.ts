@@ -71,7 +71,8 @@ const INTENT = '.intent-';
 export async function lockWithOwner<R>(lockDir: string, ownerFile: string, lock: () => Promise<R>, options: { durable?: boolean } = {}): Promise<{ release: R; owner: LockOwner }> {
   const marker = `${lockDir}${INTENT}${process.pid}-${threadId}`;
   try {
-    fs.writeFileSync(marker, '', { mode: hiveModes().file });
+    // Never through a symlink (O_NOFOLLOW: one planted at this name would truncate its target).
+    fs.closeSync(fs.openSync(marker, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK, hiveModes().file));
   } catch {
     // No marker (read-only folder?): recovery falls back to the stale time.
   }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { hivePaths } from '../layout/paths.ts';
 import { listRotatedLogs } from './files.ts';
 import type { LoggedEvent } from './event-log.ts';
-import { readRegularFile } from '../fs/regular-file.ts';
+import { openRegular, readRegularFile } from '../fs/regular-file.ts';
 
 /**
  * Reads the event log across rotations, in order, and optionally follows it. The reader
@@ -71,8 +71,9 @@ class FileCursor {
 
 function openLive(root: string): FileCursor | null {
   try {
-    const fd = fs.openSync(hivePaths(root).log, 'r');
-    return new FileCursor(fd, fs.fstatSync(fd).ino);
+    // A symlink or FIFO in the log's place is never read through or waited on.
+    const { fd, stats } = openRegular(hivePaths(root).log);
+    return new FileCursor(fd, stats.ino);
   } catch {
     return null;
   }

@@ -6,6 +6,7 @@ import { formatEntry, isoDay, separatorAfter } from './format.ts';
 import { withFileLock } from './lock.ts';
 import { readRegistry } from '../registry/registry.ts';
 import { hiveModes } from '../fs/modes.ts';
+import { entryKind, notRegularError } from '../fs/regular-file.ts';
 import { appendClusterMemory, withClusterFiles } from './cluster-memory.ts';
 
 /** The agent's display name (as ensureAgent heads memory.md with it), else its id. */
@@ -118,7 +119,7 @@ export async function remember(root: string, agent: string, input: MemoryInput, 
   return withFileLock(p.memory, () => {
     // O_APPEND: even a writer that ignores the lock (`echo >> memory.md`) is never overwritten.
     const created = !fs.existsSync(p.memory);
-    const fd = fs.openSync(p.memory, 'a+', hiveModes().file);
+    const fd = openMemoryForAppend(p.memory, `agents/${agent}/memory.md`);
     try {
       if (created) fs.writeSync(fd, `# ${agentName(root, agent)}\n\n## Memories\n\n`);
       const size = fs.fstatSync(fd).size;
@@ -132,4 +133,27 @@ export async function remember(root: string, agent: string, input: MemoryInput, 
       fs.closeSync(fd);
     }
   });
+}
+
+/**
+ * memory.md opened to append (read and write: the tail decides the separator), only if it
+ * is a regular file: a symlink in its place is never written through (an entry appended to
+ * a file outside the hive) and a FIFO never written into; either is `E_NOT_REGULAR`.
+ */
+function openMemoryForAppend(file: string, where: string): number {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK, hiveModes().file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw notRegularError(where, 'symbolic link');
+    if (code === 'ENXIO') throw notRegularError(where, 'socket');
+    throw err;
+  }
+  const stats = fs.fstatSync(fd);
+  if (!stats.isFile()) {
+    fs.closeSync(fd);
+    throw notRegularError(where, entryKind(stats));
+  }
+  return fd;
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { hivePaths } from '../layout/paths.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
-import { hiveModes } from '../fs/modes.ts';
+import { writeFileAtomic } from '../fs/atomic.ts';
 
 /** Unix socket paths are limited to ~107 bytes; deeper hive roots get a short path in tmp. */
 const MAX_SOCKET_PATH = 100;
@@ -24,7 +24,7 @@ export function socketPathFor(root: string, name: string): string {
 export function publishSocketPath(root: string, name: string, actual: string): void {
   const pointer = path.join(hivePaths(root).root, `${name}.path`);
   if (actual === path.join(hivePaths(root).root, name)) fs.rmSync(pointer, { force: true });
-  else fs.writeFileSync(pointer, actual, { mode: hiveModes().file });
+  else writeFileAtomic(pointer, actual, { durable: false }); // replaces a symlink in its place, never writes through it
 }
 
 /** The socket path a client should connect to. */
