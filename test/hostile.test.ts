@@ -11,6 +11,7 @@ import { formatDelivery } from '../src/cli/commands/start.ts';
 import { deliverDirect as deliver } from './helpers/deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
 import { remember } from '../src/memory/remember.ts';
+import { JsonlJournal } from '../src/session/journal.ts';
 import { ensureRepo, HIVE_GITIGNORE } from '../src/audit/git.ts';
 import { startInspector } from '../src/inspector/server.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
@@ -244,7 +245,7 @@ describe('hostile hive folder: the router', () => {
     expect(hive.status().find((s) => s.id === 'echo')).toMatchObject({ status: 'running' });
   });
 
-  it('memory.md or .gitignore replaced by a symlink out of the hive is never written through: remember refuses with E_NOT_REGULAR naming the file; the audit trail replaces the link', async () => {
+  it('memory.md, .gitignore or a session transcript replaced by a symlink out of the hive is never written through: remember refuses with E_NOT_REGULAR naming the file; the audit trail replaces the link; the transcript is moved aside', async () => {
     const root = tempRoot();
     await ensureHive(root);
     await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
@@ -263,6 +264,14 @@ describe('hostile hive folder: the router', () => {
     await ensureRepo(root);
     expect(fs.lstatSync(ignore).isFile()).toBe(true);
     expect(fs.readFileSync(ignore, 'utf8')).toBe(HIVE_GITIGNORE);
+    expect(fs.readFileSync(outside, 'utf8')).toBe('mine\n');
+    // A session's transcript (a JSON-lines journal) likewise: the link is moved aside, the lines go to a new file.
+    const transcript = path.join(root, 'transcript.jsonl');
+    fs.symlinkSync(outside, transcript);
+    new JsonlJournal<{ n: number }>(transcript, 10).append([{ n: 1 }]);
+    expect(fs.lstatSync(transcript).isFile()).toBe(true);
+    expect(fs.readFileSync(transcript, 'utf8')).toBe('{"n":1}\n');
+    expect(fs.readdirSync(root).some((n) => n.startsWith('transcript.jsonl.not-a-file-'))).toBe(true);
     expect(fs.readFileSync(outside, 'utf8')).toBe('mine\n');
   });
 

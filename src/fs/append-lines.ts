@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import path from 'node:path';
+import { HiveError } from '../errors.ts';
 import { hiveModes } from './modes.ts';
 import { syncFd } from './atomic.ts';
 import { entryKind, notRegularError } from './regular-file.ts';
@@ -76,4 +78,34 @@ export function appendLines(file: string, text: string, options: { durable?: boo
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/**
+ * `appendLines` to one of Hive's own files, at a name Hive chose (the event log, a session's
+ * transcript): something else under that name (a symlink, a FIFO: the hive folder is
+ * shared) is renamed aside to `<name>.not-a-file-<time>-<pid>` and the lines go to a new
+ * file in its place. Returns what was moved aside, for the caller to report; null when
+ * nothing was.
+ */
+export function appendLinesMovingAside(file: string, text: string, options: { durable?: boolean } = {}): { found: string; to: string } | null {
+  try {
+    appendLines(file, text, options);
+    return null;
+  } catch (err) {
+    if (!(err instanceof HiveError && err.code === 'E_NOT_REGULAR')) throw err;
+  }
+  let moved: { found: string; to: string } | null = null;
+  const aside = `${file}.not-a-file-${Date.now()}-${process.pid}`;
+  try {
+    const st = fs.lstatSync(file);
+    // Another thread may have moved it aside already and begun a new file: that one stays.
+    if (!st.isFile()) {
+      fs.renameSync(file, aside);
+      moved = { found: entryKind(st), to: path.basename(aside) };
+    }
+  } catch {
+    // gone meanwhile: the append below makes a new file
+  }
+  appendLines(file, text, options);
+  return moved;
 }

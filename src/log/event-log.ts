@@ -1,8 +1,4 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { appendLines } from '../fs/append-lines.ts';
-import { entryKind } from '../fs/regular-file.ts';
-import { HiveError } from '../errors.ts';
+import { appendLines, appendLinesMovingAside } from '../fs/append-lines.ts';
 import { hivePaths } from '../layout/paths.ts';
 
 /** One line of `log.jsonl`. `type` is a dotted name such as `message.routed`. */
@@ -38,32 +34,14 @@ export function appendEvent(root: string, event: HiveEvent, now: Date = new Date
 
 /**
  * Appends to `log.jsonl`. Something else under its name (a symlink, a FIFO: the hive folder
- * is shared) is never written through or waited on (`appendLines`); it is renamed aside to
- * `log.jsonl.not-a-file-<time>-<pid>`, the log goes on in a new file, and its first line
- * says what was found and where it went.
+ * is shared) is never written through or waited on: it is moved aside
+ * (`appendLinesMovingAside`), and a `log.moved-aside` line in the new log says what was
+ * found and where it went.
  */
 function writeLog(root: string, text: string): void {
   const file = hivePaths(root).log;
-  try {
-    appendLines(file, text);
-    return;
-  } catch (err) {
-    if (!(err instanceof HiveError && err.code === 'E_NOT_REGULAR')) throw err;
-  }
-  let found: string | null = null;
-  const aside = `${file}.not-a-file-${Date.now()}-${process.pid}`;
-  try {
-    const st = fs.lstatSync(file);
-    // Another thread may have moved it aside already and started a new log: that one stays.
-    if (!st.isFile()) {
-      found = entryKind(st);
-      fs.renameSync(file, aside);
-    }
-  } catch {
-    // gone meanwhile: the append below makes a new log
-  }
-  const note = found === null ? '' : `${JSON.stringify({ at: new Date().toISOString(), pid: process.pid, type: 'log.moved-aside', found, to: path.basename(aside) } satisfies LoggedEvent)}\n`;
-  appendLines(file, `${note}${text}`);
+  const moved = appendLinesMovingAside(file, text);
+  if (moved) appendLines(file, `${JSON.stringify({ at: new Date().toISOString(), pid: process.pid, type: 'log.moved-aside', ...moved } satisfies LoggedEvent)}\n`);
 }
 
 /** Appends several events with one write (a routing pass logs one line per message). */

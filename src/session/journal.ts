@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { tempNameFor } from '../fs/atomic.ts';
-import { appendLines } from '../fs/append-lines.ts';
+import { appendLinesMovingAside } from '../fs/append-lines.ts';
 import { hiveModes } from '../fs/modes.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
 
@@ -35,7 +35,8 @@ export class JsonlJournal<T> {
     const batch = records.length > this.cap ? records.slice(-this.cap) : records;
     const text = batch.map((r) => `${JSON.stringify(r)}\n`).join('');
     if (this.lines + batch.length > this.cap) this.lines = this.trim(Math.max(0, this.cap - batch.length - Math.floor(this.cap / 10)));
-    appendLines(this.file, text);
+    // A symlink or FIFO in the file's place is moved aside, never written through.
+    appendLinesMovingAside(this.file, text);
     this.lines += batch.length;
     this.size = sizeOf(this.file);
   }
