@@ -12,6 +12,7 @@ import { deliverDirect as deliver } from './helpers/deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
 import { remember } from '../src/memory/remember.ts';
 import { JsonlJournal } from '../src/session/journal.ts';
+import { tempNameFor, writeFileAtomic } from '../src/fs/atomic.ts';
 import { ensureRepo, HIVE_GITIGNORE } from '../src/audit/git.ts';
 import { startInspector } from '../src/inspector/server.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
@@ -439,6 +440,72 @@ describe('hostile summarizers', () => {
     const backups = fs.readdirSync(hivePaths(root).backups);
     expect(backups).toHaveLength(1);
     expect(first.status === 'condensed' && fs.existsSync(first.backup)).toBe(true);
+  });
+
+  it('backups/ replaced by a symlink out of the hive: no backup is written there, nothing there is pruned, and no condense goes ahead without a backup', async () => {
+    const root = await memoryHive(bigMemory('Ann', 60));
+    const outside = tempDir('hostile-backups-');
+    // What pruning would have removed through the link: older "backups" of ann outside the hive.
+    for (let i = 0; i < 5; i++) fs.mkdirSync(path.join(outside, `2020-01-0${i + 1}`, 'ann'), { recursive: true });
+    fs.rmSync(hivePaths(root).backups, { recursive: true, force: true });
+    fs.symlinkSync(outside, hivePaths(root).backups);
+    const before = fs.readFileSync(agentPaths(root, 'ann').memory, 'utf8');
+    await expect(condenseAgentMemory(root, 'ann', { settings: { ...SETTINGS, backupsKeep: 1 }, summarizer: { kind: 'extractive' } })).rejects.toMatchObject({ code: 'E_NOT_REGULAR' });
+    expect(fs.readdirSync(outside).sort()).toEqual(['2020-01-01', '2020-01-02', '2020-01-03', '2020-01-04', '2020-01-05']);
+    expect(fs.readFileSync(agentPaths(root, 'ann').memory, 'utf8')).toBe(before);
+  });
+});
+
+describe('planted symlinks and FIFOs at the names of Hive\'s own files', () => {
+  /** The temp name the next atomic write of `target` in this thread will use. */
+  const nextTemp = (target: string) => {
+    const seen = tempNameFor(target);
+    const n = parseInt(/([0-9a-f]{8})$/.exec(seen)![1]!, 16);
+    return seen.replace(/[0-9a-f]{8}$/, ((n + 1) >>> 0).toString(16).padStart(8, '0'));
+  };
+
+  it('an atomic write whose temp name was planted with a symlink or a FIFO neither writes through it nor blocks', () => {
+    const root = tempDir('hostile-temp-');
+    const outside = path.join(tempDir('hostile-outside-'), 'victim.txt');
+    fs.writeFileSync(outside, 'mine\n');
+    const target = path.join(root, 'registry.json');
+    fs.symlinkSync(outside, nextTemp(target));
+    writeFileAtomic(target, '{"agents":[]}\n');
+    expect(fs.readFileSync(target, 'utf8')).toBe('{"agents":[]}\n');
+    expect(fs.readFileSync(outside, 'utf8')).toBe('mine\n');
+    execFileSync('mkfifo', [nextTemp(target)]);
+    writeFileAtomic(target, '{"agents":[1]}\n');
+    expect(fs.readFileSync(target, 'utf8')).toBe('{"agents":[1]}\n');
+    expect(fs.readdirSync(root).filter((n) => n.startsWith('.tmp-'))).toEqual([]);
+  });
+
+  it('a folder named like a temp file at the hive root does not stop the start', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client] }));
+    const root = hive.root;
+    await hive.close();
+    fs.mkdirSync(path.join(root, '.tmp-registry.json-2147483646-0deadbeef'));
+    const again = await startHive(fastConfig({ root, agents: [echo, client] }));
+    await roundTrip(again, 'after a folder named like a temp file');
+    expect(fs.existsSync(path.join(root, '.tmp-registry.json-2147483646-0deadbeef'))).toBe(true);
+  });
+
+  // What the agent's state is after its log was taken away is another matter (as after `rm
+  // state.wal`, it starts again from its checkpoint); here: nothing outside is written.
+  it('an agent\'s state.wal replaced by a symlink out of the hive: the next commit writes a new log in its place, nothing outside', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client] }));
+    await roundTrip(hive, 'first');
+    const root = hive.root;
+    await hive.close();
+    const outside = path.join(tempDir('hostile-outside-'), 'victim.bin');
+    fs.writeFileSync(outside, Buffer.alloc(64 * 1024, 7)); // the size of a log: it would have been taken for one
+    const wal = agentPaths(root, 'echo').stateWal;
+    fs.rmSync(wal);
+    fs.symlinkSync(outside, wal);
+    const again = await startHive(fastConfig({ root, agents: [echo, client] }));
+    const req = await again.send({ from: 'client', to: 'echo', act: 'request', body: 'after the link' });
+    await waitFor(again, () => readInbox(root, 'echo', 0).entries.some((e) => e.message.id === req.id) && (again.status().find((s) => s.id === 'echo')?.cursor ?? 0) >= 2, 'the request handled', 15_000);
+    expect(fs.lstatSync(wal).isFile()).toBe(true);
+    expect(fs.readFileSync(outside).equals(Buffer.alloc(64 * 1024, 7))).toBe(true);
   });
 });
 

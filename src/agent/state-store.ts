@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { agentPaths } from '../layout/paths.ts';
-import { fsyncDir, readJsonFile, syncFd, writeJsonAtomic } from '../fs/atomic.ts';
+import { fsyncDir, readJsonFile, syncFd, writeJsonAtomic, writeTempFile } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
@@ -10,6 +10,9 @@ import { openFiles, type Reopenable } from '../fs/open-files.ts';
 import { crashPoint } from '../testing/crash-point.ts';
 import { encodeCommitLine, type SessionTurn, type StateFile } from './commit-line.ts';
 import { readStateFile, scanWal } from './state-read.ts';
+
+/** The commit log is opened read-write, never through a symlink, never waiting on a FIFO. */
+const WAL_OPEN_FLAGS = fs.constants.O_RDWR | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
 
 export { encodeCommitLine, decodeCommitLines, decodeCommitLinesAt, decodeCommitRun, type SessionTurn, type StateFile } from './commit-line.ts';
 export { readStateFile, stateWalEnd } from './state-read.ts';
@@ -121,7 +124,7 @@ export class StateStore implements Reopenable {
     const marked = (readMarker(this.p.committed) as { commit?: unknown } | null)?.commit;
     if (marked === this.commit || (this.commit === 0 && marked === undefined)) return;
     try {
-      const fd = fs.openSync(this.p.stateWal, 'r+');
+      const fd = fs.openSync(this.p.stateWal, WAL_OPEN_FLAGS);
       try {
         syncFd(fd, true);
       } finally {
@@ -272,14 +275,16 @@ export class StateStore implements Reopenable {
     this.offsetKnown = false;
     let size = -1;
     try {
-      size = fs.statSync(this.p.stateWal).size;
+      // lstat: a symlink or FIFO in the log's place is not the log; a new one replaces it (rename).
+      const st = fs.lstatSync(this.p.stateWal);
+      size = st.isFile() ? st.size : -1;
     } catch {
       size = -1;
     }
     if (size !== this.walBytes) {
       const tmp = `${this.p.stateWal}.prealloc`;
-      fs.writeFileSync(tmp, Buffer.alloc(this.walBytes), { mode: hiveModes().file });
-      const tfd = fs.openSync(tmp, 'r+');
+      writeTempFile(tmp, Buffer.alloc(this.walBytes));
+      const tfd = fs.openSync(tmp, WAL_OPEN_FLAGS);
       syncFd(tfd);
       fs.closeSync(tfd);
       // Keep committed lines of an older log (another size) by checkpointing them first.
@@ -297,7 +302,7 @@ export class StateStore implements Reopenable {
       }
       this.offset = scanWal(this.p.stateWal, this.agentId, checkpointCommit).end;
     }
-    this.fd = fs.openSync(this.p.stateWal, 'r+');
+    this.fd = fs.openSync(this.p.stateWal, WAL_OPEN_FLAGS);
     openFiles.used(this);
     return this.fd;
   }

@@ -1,6 +1,6 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { HiveError } from '../errors.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 import type { BrainSpec } from '../config/schema.ts';
 import type { ChatMessage } from '../session/types.ts';
 import { buildPrompt, type ToolDescription } from './prompt.ts';
@@ -90,7 +90,8 @@ export function createOpenAIBrain(
 
   const identity = () => {
     try {
-      return fs.readFileSync(path.join(env.agentDir, 'identity.md'), 'utf8');
+      // Regular files only: a symlink here would send a file from outside the hive to the provider.
+      return readRegularFile(path.join(env.agentDir, 'identity.md'), 'utf8');
     } catch {
       return `# ${env.agentName}`;
     }

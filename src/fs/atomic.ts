@@ -1,8 +1,11 @@
+// Long on purpose: every durable write of the hive goes through this one file (atomic
+// replace, batches, flushes issued together, the temp files and their sweep), so the crash
+// order and the refusal of planted symlinks and FIFOs are written down once.
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
-import { readRegularText } from './regular-file.ts';
+import { entryKind, notRegularError, readRegularText } from './regular-file.ts';
 import { hiveModes } from './modes.ts';
 import { fsyncDelayMs } from '../testing/seams.ts';
 
@@ -116,9 +119,37 @@ export function fsyncDir(dir: string): void {
   }
 }
 
+/**
+ * A temp file's open: never through a symlink (O_NOFOLLOW), never waiting on a FIFO
+ * (O_NONBLOCK), a regular file only (fstat). Temp names are predictable, so something
+ * planted at one (a link to a file outside the hive, which 'w' would have truncated and
+ * written; a FIFO, which would have blocked the thread) is removed and the open tried once more.
+ */
+const TEMP_WRITE_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+
+function openTempFile(file: string, mode: number): number {
+  for (let attempt = 0; ; attempt++) {
+    let fd: number;
+    try {
+      fd = fs.openSync(file, TEMP_WRITE_FLAGS, mode);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // ELOOP: a symlink; ENXIO: a FIFO with no reader (or a socket).
+      if (attempt > 0 || (code !== 'ELOOP' && code !== 'ENXIO')) throw err;
+      fs.rmSync(file, { force: true });
+      continue;
+    }
+    const stats = fs.fstatSync(fd);
+    if (stats.isFile()) return fd;
+    fs.closeSync(fd);
+    if (attempt > 0) throw notRegularError(file, entryKind(stats));
+    fs.rmSync(file, { force: true });
+  }
+}
+
 /** Creates `file` with `mode` exactly when one is given (fchmod: the umask cannot clear bits). */
 function openForWrite(file: string, mode: number | undefined): number {
-  const fd = fs.openSync(file, 'w', mode ?? hiveModes().file);
+  const fd = openTempFile(file, mode ?? hiveModes().file);
   if (mode !== undefined) {
     try {
       fs.fchmodSync(fd, mode);
@@ -128,6 +159,11 @@ function openForWrite(file: string, mode: number | undefined): number {
     }
   }
   return fd;
+}
+
+/** Writes a temp file (not flushed) the safe way `writeFileAtomic` does, for callers that rename it themselves. */
+export function writeTempFile(temp: string, data: string | Uint8Array): void {
+  writeAndSync(temp, data, false);
 }
 
 function writeAndSync(file: string, data: string | Uint8Array, durable: boolean, mode?: number): void {
@@ -256,7 +292,7 @@ export function writeJsonAtomic(target: string, value: unknown, options: WriteOp
 export function createFileOnce(target: string, data: string): boolean {
   if (fs.existsSync(target)) return false;
   const temp = tempNameFor(target);
-  fs.writeFileSync(temp, data, { mode: hiveModes().file });
+  writeAndSync(temp, data, false);
   try {
     fs.linkSync(temp, target);
     return true;
@@ -296,8 +332,18 @@ export function sweepTempFiles(dir: string, listed?: string[]): string[] {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-  const swept = names.filter((n) => n.startsWith(TMP_PREFIX) && !writerAlive(n));
-  for (const n of swept) fs.rmSync(path.join(dir, n), { force: true });
+  // Only what a writer could have left: a folder someone named like a temp file is not
+  // ours (removing it failed the start), and one that cannot be removed does not stop it.
+  const swept = names.filter((n) => {
+    if (!n.startsWith(TMP_PREFIX) || writerAlive(n)) return false;
+    try {
+      if (fs.lstatSync(path.join(dir, n)).isDirectory()) return false;
+      fs.rmSync(path.join(dir, n), { force: true });
+      return true;
+    } catch {
+      return false;
+    }
+  });
   return swept;
 }
 

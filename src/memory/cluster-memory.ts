@@ -81,7 +81,7 @@ export async function mirrorMemory(root: string, agent: string, data: Buffer): P
     if (local && local.equals(data)) return false;
     let mirrored: string | null = null;
     try {
-      mirrored = fs.readFileSync(mirroredFile(root, agent), 'utf8').trim();
+      mirrored = readRegularFile(mirroredFile(root, agent), 'utf8').trim(); // a FIFO here never blocks the router
     } catch {
       mirrored = null;
     }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { readRegularFile } from '../fs/regular-file.ts';
 import path from 'node:path';
 import { execa } from 'execa';
 import { HiveError, errorMessage } from '../errors.ts';
@@ -149,9 +150,10 @@ export function stageFiles(agentDir: string, files: string[], dir: string): void
     const target = path.join(dir, rel);
     makeDir(path.dirname(target));
     try {
-      fs.copyFileSync(path.join(agentDir, rel), target);
+      // Read regular-only (a file swapped for a symlink or FIFO since the listing is skipped).
+      fs.writeFileSync(target, readRegularFile(path.join(agentDir, rel)));
     } catch {
-      // vanished since the listing: mined next pass
+      // vanished or no longer a regular file since the listing: mined next pass
     }
   }
 }

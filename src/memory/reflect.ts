@@ -10,7 +10,7 @@ import { separatorAfter } from './format.ts';
 import type { MemoryJobs } from './jobs.ts';
 import type { Summarizer, SummarizerSpec } from './summarizer.ts';
 import { makeDir } from '../fs/modes.ts';
-import { readRegularFile } from '../fs/regular-file.ts';
+import { assertRealDirectory, isRealDirectory, readRegularFile } from '../fs/regular-file.ts';
 import { memoryKey, noteMirrored, withClusterFiles } from './cluster-memory.ts';
 import type { FencedFiles } from '../queue/jetstream-files.ts';
 
@@ -55,10 +55,15 @@ function stampOf(now: Date): string {
 /** Writes the backup durably; returns its path. */
 function backup(root: string, agent: string, data: Buffer, now: Date): string {
   const base = hivePaths(root).backups;
+  // A symlink for backups/ (or a stamp folder) would put the backup, and later its pruning,
+  // outside the hive: refused (E_NOT_REGULAR), and no condense goes ahead without a backup.
+  assertRealDirectory(base, 'backups/');
   let stamp = stampOf(now);
   for (let i = 1; fs.existsSync(path.join(base, stamp, agent)); i++) stamp = `${stampOf(now)}-${i}`;
   const dir = path.join(base, stamp, agent);
   makeDir(dir);
+  assertRealDirectory(path.join(base, stamp), `backups/${stamp}`);
+  assertRealDirectory(dir, `backups/${stamp}/${agent}`);
   const file = path.join(dir, 'memory.md');
   writeFileAtomic(file, data);
   fsyncDir(path.join(base, stamp));
@@ -69,8 +74,11 @@ function backup(root: string, agent: string, data: Buffer, now: Date): string {
 /** Keeps the newest `keep` backups of an agent. */
 function pruneBackups(root: string, agent: string, keep: number): void {
   const base = hivePaths(root).backups;
+  // Real folders only (lstat): removing through a symlinked backups/ or stamp would delete
+  // folders outside the hive.
+  if (!isRealDirectory(base)) return;
   const mine = listDir(base)
-    .filter((s) => fs.existsSync(path.join(base, s, agent)))
+    .filter((s) => isRealDirectory(path.join(base, s)) && isRealDirectory(path.join(base, s, agent)))
     .sort();
   for (const stamp of mine.slice(0, Math.max(0, mine.length - keep))) {
     fs.rmSync(path.join(base, stamp, agent), { recursive: true, force: true });

@@ -59,13 +59,14 @@ export function migrateInbox(root: string, agentId: string): number {
       files.push(file);
       const where = `agents/${agentId}/inbox/${folder === doneDir ? '.done/' : ''}${d.name}`;
       try {
-        const parsed = parseMessageText(readRegularText(file, where, entryKind(d)).text);
+        const text = readRegularText(file, where, entryKind(d)).text;
+        const parsed = parseMessageText(text);
         if (parsed.ok && parsed.message.id === m[2]) {
           found.push({ seq: Number(m[1]), message: parsed.message, file });
           continue;
         }
         const error = parsed.ok ? `holds message id "${parsed.message.id}", not "${m[2]}"` : parsed.error.message;
-        deadLetterData(root, `migrated-${agentId}-${d.name}`, fs.readFileSync(file, 'utf8'), { error: `${where}: ${error}`, code: 'E_BAD_MESSAGE', source: where }, { exactName: true });
+        deadLetterData(root, `migrated-${agentId}-${d.name}`, text, { error: `${where}: ${error}`, code: 'E_BAD_MESSAGE', source: where }, { exactName: true });
       } catch (err) {
         deadLetterData(root, `migrated-${agentId}-${d.name}`, '', { error: `${where}: ${(err as Error).message}`, code: 'E_NOT_REGULAR', source: where }, { exactName: true });
       }

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
-import { tempNameFor } from '../fs/atomic.ts';
+import { tempNameFor, writeTempFile } from '../fs/atomic.ts';
 import { appendLinesMovingAside } from '../fs/append-lines.ts';
-import { hiveModes } from '../fs/modes.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
 
 /**
@@ -68,7 +67,7 @@ export class JsonlJournal<T> {
         }
       };
       const temp = tempNameFor(this.file);
-      fs.writeFileSync(temp, data, { mode: hiveModes().file });
+      writeTempFile(temp, data);
       if (!unchanged()) {
         fs.rmSync(temp, { force: true });
         continue;

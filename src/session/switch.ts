@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
-import { readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
+import { readJsonFile, writeFileAtomic, writeJsonAtomic } from '../fs/atomic.ts';
+import { readRegularFile } from '../fs/regular-file.ts';
 import { HiveError } from '../errors.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { currentSession } from './session.ts';
@@ -61,7 +62,15 @@ export function acceptSwitchKeepMemory(root: string, agentId: string): SwitchOff
   }
   // A history skipped over its cap is only a marker: then the copied turns give a tail brief.
   if (Array.isArray(history?.messages)) writeJsonAtomic(to.history, { version: 1, key: currentSession(root, agentId).key, messages: history.messages });
-  if (fs.existsSync(from.conversation)) fs.copyFileSync(from.conversation, to.conversation);
+  // Read regular-only and written by rename: a FIFO there never blocks the supervisor, a
+  // symlink is neither read through nor written through.
+  let conversation: Buffer | null = null;
+  try {
+    conversation = readRegularFile(from.conversation);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  if (conversation) writeFileAtomic(to.conversation, conversation);
   fs.rmSync(offerFile(root, agentId), { force: true });
   appendEvent(root, { type: 'session.switch-kept', agent: agentId, from: offer.archived });
   return offer;
