@@ -13,7 +13,7 @@ import { appendEvent } from '../src/log/event-log.ts';
 import { remember } from '../src/memory/remember.ts';
 import { JsonlJournal } from '../src/session/journal.ts';
 import { tempNameFor, writeFileAtomic } from '../src/fs/atomic.ts';
-import { ensureRepo, HIVE_GITIGNORE } from '../src/audit/git.ts';
+import { ensureRepo, git as gitIn, HIVE_GITIGNORE } from '../src/audit/git.ts';
 import { startInspector } from '../src/inspector/server.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { bigMemory } from './helpers/memory.ts';
@@ -477,6 +477,31 @@ describe('planted symlinks and FIFOs at the names of Hive\'s own files', () => {
     writeFileAtomic(target, '{"agents":[1]}\n');
     expect(fs.readFileSync(target, 'utf8')).toBe('{"agents":[1]}\n');
     expect(fs.readdirSync(root).filter((n) => n.startsWith('.tmp-'))).toEqual([]);
+  });
+
+  it('a .git/config or hook planted in the hive does not make the audit trail\'s git run a program (fsmonitor, post-commit)', async () => {
+    const root = tempRoot();
+    await ensureHive(root);
+    await ensureRepo(root);
+    const marks = tempDir('hostile-git-');
+    const script = (name: string) => {
+      const file = path.join(marks, `${name}.sh`);
+      fs.writeFileSync(file, `#!/bin/sh\ntouch ${path.join(marks, `${name}.ran`)}\n`, { mode: 0o755 });
+      return file;
+    };
+    execFileSync('git', ['-C', root, 'config', 'core.fsmonitor', script('fsmonitor')]);
+    fs.mkdirSync(path.join(root, '.git', 'hooks'), { recursive: true });
+    fs.copyFileSync(script('post-commit'), path.join(root, '.git', 'hooks', 'post-commit'));
+    fs.chmodSync(path.join(root, '.git', 'hooks', 'post-commit'), 0o755);
+    fs.writeFileSync(path.join(root, 'registry.json'), '{"agents":[],"changed":true}\n');
+    expect((await gitIn(root, ['add', '-A'])).exitCode).toBe(0);
+    expect((await gitIn(root, ['commit', '-q', '--no-verify', '-m', 'x'])).exitCode).toBe(0);
+    expect(fs.readdirSync(marks).filter((n) => n.endsWith('.ran'))).toEqual([]);
+    // The same git without the trail's environment runs both (the plants work).
+    fs.writeFileSync(path.join(root, 'registry.json'), '{"agents":[],"changed":2}\n');
+    execFileSync('git', ['-C', root, 'add', '-A']);
+    execFileSync('git', ['-C', root, 'commit', '-q', '--no-verify', '-m', 'y']);
+    expect(fs.readdirSync(marks).filter((n) => n.endsWith('.ran')).sort()).toEqual(['fsmonitor.ran', 'post-commit.ran']);
   });
 
   it('a folder named like a temp file at the hive root does not stop the start', async () => {

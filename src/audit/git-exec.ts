@@ -28,6 +28,14 @@ function gitEnv(): NodeJS.ProcessEnv {
     LC_ALL: 'C',
     MALLOC_TOP_PAD_: MALLOC_STEP,
     MALLOC_TRIM_THRESHOLD_: MALLOC_STEP,
+    // Settings from the environment outrank the repository's own config: a .git/config
+    // planted in the hive folder cannot make the trail's git run a program of its choosing
+    // through an fsmonitor hook or a hooks folder.
+    GIT_CONFIG_COUNT: '2',
+    GIT_CONFIG_KEY_0: 'core.fsmonitor',
+    GIT_CONFIG_VALUE_0: 'false',
+    GIT_CONFIG_KEY_1: 'core.hooksPath',
+    GIT_CONFIG_VALUE_1: '/dev/null',
   };
   for (const k of FOREIGN) delete env[k];
   return env;
