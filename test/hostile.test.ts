@@ -102,6 +102,24 @@ describe('hostile hive folder: the router', () => {
     expect(routerRow(hive)).toMatchObject({ status: 'running', restarts: 0 });
   });
 
+  it('a configured agent whose folder was replaced by a symlink out of the hive: the next start writes nothing through it, marks that agent failed with the reason, and runs the others', async () => {
+    const other = { id: 'other', brain: { kind: 'echo' as const } };
+    const first = await startHive(fastConfig({ agents: [echo, other, client] }));
+    const root = first.root;
+    await first.close();
+    const outside = tempDir('hive-outside-');
+    fs.writeFileSync(path.join(outside, 'memory.md'), '# not the hive\n\n## Memories\n\n### 2020-01-01 — secret outside\n\nSECRET-OUTSIDE\n');
+    fs.rmSync(agentPaths(root, 'echo').dir, { recursive: true });
+    fs.symlinkSync(outside, agentPaths(root, 'echo').dir);
+    const hive = await startHive(fastConfig({ root, agents: [echo, other, client] }));
+    expect(hive.status().find((s) => s.id === 'echo')?.status).toMatch(/^failed: agents\/echo is a symbolic link, not a folder/);
+    const req = await hive.send({ from: 'client', to: 'other', act: 'request', body: 'others run' });
+    await waitFor(hive, () => repliesTo(root, 'client').includes(req.id), 'other answers', 15_000);
+    await expect(remember(root, 'echo', 'never outside')).rejects.toMatchObject({ code: 'E_NOT_REGULAR' });
+    expect(fs.readdirSync(outside)).toEqual(['memory.md']);
+    expect(fs.readFileSync(path.join(outside, 'memory.md'), 'utf8')).not.toContain('never outside');
+  });
+
   it('a registered agent whose inbox folder was removed: its messages are dead-lettered with a bounce, others flow', async () => {
     const hive = await startHive(fastConfig({ agents: [echo, client, { id: 'gone', brain: { kind: 'external' } }] }));
     await roundTrip(hive, 'directory cached');

@@ -56,6 +56,9 @@ function agentFilesToWrite(root: string, spec: AgentSpec): { name: string; role:
   const name = spec.name ?? spec.id;
   const role = spec.role ?? 'agent';
   const brain = spec.brain ?? { kind: 'echo' };
+  // A symlink (or anything but a folder) in the agent folder's place is not written through:
+  // its files would land outside the hive. The supervisor refuses to start such an agent.
+  if (fs.lstatSync(p.dir, { throwIfNoEntry: false })?.isDirectory() === false) return { name, role, brain, dir: p.dir, created: false, files: [] };
   const created = makeDir(p.dir);
   for (const dir of [p.outbox, p.sent, p.inbox, p.sessions]) makeDir(dir);
   const files: FileToWrite[] = [];

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { isRealDirectory } from '../fs/regular-file.ts';
 import path from 'node:path';
 import { hivePaths, agentPaths } from '../layout/paths.ts';
 import { listDir, sweepTempFiles } from '../fs/atomic.ts';
@@ -80,7 +81,11 @@ export async function runMinePass(root: string, settings: MineSettings, jobs: Me
     // Palace files are written only under this lock: a temp file now is a crashed write.
     for (const dir of [palacePaths(root).dir, palacePaths(root).wings]) sweepTempFiles(dir);
     const manifest = readManifest(root) ?? emptyManifest();
-    const agents = listDir(hivePaths(root).agents).filter((a) => isAgentId(a) && fs.existsSync(agentPaths(root, a).memory)).sort();
+    // Real agent folders only: one that is a symlink would have files from outside the hive
+    // mined into the palace, where every agent's memory search finds them.
+    const agents = listDir(hivePaths(root).agents)
+      .filter((a) => isAgentId(a) && isRealDirectory(agentPaths(root, a).dir) && fs.existsSync(agentPaths(root, a).memory))
+      .sort();
     const work: { agent: string; files: string[] }[] = [];
     for (const agent of agents) {
       const dir = agentPaths(root, agent).dir;

@@ -6,7 +6,7 @@ import { formatEntry, isoDay, separatorAfter } from './format.ts';
 import { withFileLock } from './lock.ts';
 import { readRegistry } from '../registry/registry.ts';
 import { hiveModes } from '../fs/modes.ts';
-import { entryKind, notRegularError } from '../fs/regular-file.ts';
+import { assertRealDirectory, entryKind, notRegularError } from '../fs/regular-file.ts';
 import { appendClusterMemory, withClusterFiles } from './cluster-memory.ts';
 
 /** The agent's display name (as ensureAgent heads memory.md with it), else its id. */
@@ -104,6 +104,8 @@ export async function remember(root: string, agent: string, input: MemoryInput, 
   const p = agentPaths(root, agent);
   const { title, body } = splitInput(input);
   const text = formatEntry({ title, body, date: dayOf(options.date), pinned: options.pinned === true });
+  // A symlink in the agent folder's place: the entry would be appended outside the hive.
+  assertRealDirectory(p.dir, `agents/${agent}`);
   if (!fs.existsSync(p.dir)) {
     throw new HiveError('E_UNKNOWN_AGENT', `Agent "${agent}" does not exist in ${root}; spawn it first (hive spawn) or create it with ensureAgent`);
   }

@@ -1,5 +1,8 @@
 // Long on purpose: adding, removing, starting and restarting agent hosts share one set of
 // maps (records, members, hosts, removals); split apart they would pass them all around.
+import fs from 'node:fs';
+import { agentPaths } from '../layout/paths.ts';
+import { entryKind } from '../fs/regular-file.ts';
 import type { ActorInfo, AgentHostApi, ActorContextSummary, BrainLoadFailure, HostedAgentSpec, WorkerEvent } from '../protocol/worker.ts';
 import { brainPreflight, reportConfigFailure } from './config-failure.ts';
 import { BrainSchema, type BrainSpec } from '../config/schema.ts';
@@ -77,8 +80,11 @@ export class AgentHosts {
   async startAll(hostOf: Map<string, string | undefined>, here: (id: string) => boolean = () => true): Promise<{ running: number; failed: BrainLoadFailure[] }> {
     const tried = [...this.records.values()].filter((x) => isRunnable(x.entry, x.brain) && here(x.entry.id));
     const runnable: AgentRecord[] = [];
+    const refused = new Set<string>();
     for (const r of tried) {
-      const problem = await brainPreflight(r.brain);
+      const folder = folderProblem(this.ctx.root, r.entry.id);
+      if (folder) refused.add(r.entry.id);
+      const problem = folder ?? (await brainPreflight(r.brain));
       if (problem) await this.configFailed(r.entry.id, problem);
       else runnable.push(r);
     }
@@ -91,8 +97,9 @@ export class AgentHosts {
     let done = 0; // progress for `hive start`: one more worker's agents are up
     const up = (hostId: string) => this.ctx.events.emit('starting', { phase: 'agents', ms: Math.round(performance.now() - t0), done: (done += this.members.get(hostId)?.length ?? 0), total });
     await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId).then(() => up(hostId))));
-    const failed = tried.filter((r) => r.problem).map((r) => ({ agent: r.entry.id, error: failureOf(r) }));
-    return { running: tried.length - failed.length, failed };
+    // A refused folder is not a mistake in the configuration: reported (failed, god told), the rest starts.
+    const failed = tried.filter((r) => r.problem && !refused.has(r.entry.id)).map((r) => ({ agent: r.entry.id, error: failureOf(r) }));
+    return { running: tried.length - failed.length - refused.size, failed };
   }
 
   /**
@@ -134,7 +141,7 @@ export class AgentHosts {
     const record = this.newRecord(entry, brain, 'starting', this.records.get(entry.id)?.turnClock);
     this.records.set(entry.id, record);
     if (!isRunnable(entry, brain)) return;
-    const problem = await brainPreflight(record.brain);
+    const problem = folderProblem(this.ctx.root, entry.id) ?? (await brainPreflight(record.brain));
     if (problem) {
       await this.configFailed(entry.id, problem);
       throw new HiveError('E_BAD_CONFIG', failureOf(record));
@@ -353,4 +360,16 @@ export class AgentHosts {
   private turnLimitOf(r: AgentRecord): number {
     return r.entry.turnTimeoutMs ?? this.ctx.config.supervisor.turnTimeoutMs;
   }
+}
+
+/**
+ * Why an agent's folder cannot be used, or null: a symlink (or a file, a FIFO) in its place
+ * would have its state, inbox reads and memory written through to wherever it points. The
+ * hive folder is shared, so this is refused like a configuration error of that one agent.
+ */
+function folderProblem(root: string, id: string): string | null {
+  const st = fs.lstatSync(agentPaths(root, id).dir, { throwIfNoEntry: false });
+  if (!st || st.isDirectory()) return null;
+  const kind = entryKind(st);
+  return `agents/${id} is ${/^[aeiou]/i.test(kind) ? 'an' : 'a'} ${kind}, not a folder: nothing is written through it and the agent is not started (put the agent's folder back, or remove it and start again for a new one)`;
 }
