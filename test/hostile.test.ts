@@ -13,6 +13,7 @@ import { appendEvent } from '../src/log/event-log.ts';
 import { remember } from '../src/memory/remember.ts';
 import { JsonlJournal } from '../src/session/journal.ts';
 import { tempNameFor, writeFileAtomic } from '../src/fs/atomic.ts';
+import { installCliConfig, uninstallCliConfig } from '../src/brains/cli-install.ts';
 import { ensureRepo, git as gitIn, HIVE_GITIGNORE } from '../src/audit/git.ts';
 import { startInspector } from '../src/inspector/server.ts';
 import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
@@ -520,6 +521,22 @@ describe('planted symlinks and FIFOs at the names of Hive\'s own files', () => {
     execFileSync('git', ['-C', root, 'add', '-A']);
     execFileSync('git', ['-C', root, 'commit', '-q', '--no-verify', '-m', 'y']);
     expect(fs.readdirSync(marks).filter((n) => n.endsWith('.ran')).sort()).toEqual(['fsmonitor.ran', 'post-commit.ran']);
+  });
+
+  it('an agent CLI\'s .claude folder in the agent folder replaced by a symlink: Hive\'s hooks are not written through it (E_NOT_REGULAR), not installed nor removed', () => {
+    const root = tempDir('hostile-cli-');
+    const cwd = path.join(root, 'agents', 'a');
+    fs.mkdirSync(cwd, { recursive: true });
+    const outside = tempDir('hostile-outside-');
+    fs.writeFileSync(path.join(outside, 'settings.json'), '{"theme":"mine"}\n');
+    fs.symlinkSync(outside, path.join(cwd, '.claude'));
+    const t = { preset: 'claude' as const, cwd, root, agentId: 'a', hive: '/usr/bin/hive' };
+    expect(() => installCliConfig(t)).toThrow(/agents\/a\/\.claude is a symbolic link, not a folder/);
+    expect(() => uninstallCliConfig(t)).toThrow(/E_NOT_REGULAR|symbolic link/);
+    expect(fs.readFileSync(path.join(outside, 'settings.json'), 'utf8')).toBe('{"theme":"mine"}\n');
+    // A working directory outside the hive is the user's: written as it is.
+    const repo = tempDir('hostile-repo-');
+    expect(installCliConfig({ ...t, cwd: repo }).length).toBeGreaterThan(0);
   });
 
   it('a folder named like a temp file at the hive root does not stop the start', async () => {

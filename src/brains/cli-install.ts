@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import { HiveError } from '../errors.ts';
+import { entryKind } from '../fs/regular-file.ts';
 import type { PresetName } from './presets.ts';
 
 /**
@@ -221,8 +222,32 @@ export function configFiles(preset: PresetName, cwd: string): string[] {
   return [path.join(cwd, '.gemini', 'settings.json')];
 }
 
+/**
+ * A CLI's configuration files inside the hive (the default working directory is the
+ * agent's folder) are written only through real folders to regular files: a symlinked
+ * `.claude/` there would have Hive's hooks written into the user's own settings outside
+ * the hive, a FIFO would block the thread that installs. Outside the hive (a working
+ * directory the config names) the files are the user's, as they are.
+ */
+function assertSafeInHive(root: string, file: string): void {
+  const rel = path.relative(path.resolve(root), path.resolve(file));
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return;
+  const parts = rel.split(path.sep);
+  let at = path.resolve(root);
+  for (let i = 0; i < parts.length; i++) {
+    at = path.join(at, parts[i]!);
+    const st = fs.lstatSync(at, { throwIfNoEntry: false });
+    if (!st) return; // made by the write, as a real folder or file
+    const last = i === parts.length - 1;
+    if (last ? st.isFile() : st.isDirectory()) continue;
+    const kind = entryKind(st);
+    throw new HiveError('E_NOT_REGULAR', `${path.relative(root, at)} is ${/^[aeiou]/i.test(kind) ? 'an' : 'a'} ${kind}, not a ${last ? 'regular file' : 'folder'}: Hive does not write the CLI's configuration through it`, { details: { kind } });
+  }
+}
+
 /** Writes (or refreshes) Hive's entries; returns what is installed where. Idempotent. */
 export function installCliConfig(t: InstallTarget): InstalledEntry[] {
+  for (const file of configFiles(t.preset, t.cwd)) assertSafeInHive(t.root, file);
   if (t.preset === 'claude') {
     const [settingsFile, mcpFile] = configFiles('claude', t.cwd) as [string, string];
     const settings = readJson(settingsFile);
@@ -258,6 +283,7 @@ export function installCliConfig(t: InstallTarget): InstalledEntry[] {
 export function uninstallCliConfig(t: InstallTarget): string[] {
   const changed: string[] = [];
   for (const file of configFiles(t.preset, t.cwd)) {
+    assertSafeInHive(t.root, file);
     if (!fs.existsSync(file)) continue;
     if (file.endsWith('.toml')) {
       const text = readText(file);
