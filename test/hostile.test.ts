@@ -539,6 +539,18 @@ describe('planted symlinks and FIFOs at the names of Hive\'s own files', () => {
     expect(installCliConfig({ ...t, cwd: repo }).length).toBeGreaterThan(0);
   });
 
+  it('an agent\'s state.wal removed by hand: it goes on from its checkpoint, and the replies of its new commits (numbers the router had routed before) are delivered', async () => {
+    const first = await startHive(fastConfig({ agents: [echo, client] }));
+    for (let i = 0; i < 3; i++) await roundTrip(first, `before ${i}`);
+    const root = first.root;
+    await first.close();
+    fs.rmSync(agentPaths(root, 'echo').stateWal);
+    const hive = await startHive(fastConfig({ root, agents: [echo, client] }));
+    await roundTrip(hive, 'after the log was removed');
+    await roundTrip(hive, 'and again');
+    expect(fs.readFileSync(hivePaths(root).log, 'utf8')).toMatch(/"type":"router.log-went-back","agent":"echo"/);
+  });
+
   it('a folder named like a temp file at the hive root does not stop the start', async () => {
     const hive = await startHive(fastConfig({ agents: [echo, client] }));
     const root = hive.root;

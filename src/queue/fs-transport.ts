@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
+import { appendEvent } from '../log/event-log.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { InboxReader, inboxDepth, type InboxEntry } from './inbox.ts';
 import { InboxWriter, type InboxWriterOptions } from './inbox-writer.ts';
@@ -60,6 +61,20 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
   const tails = new Map<string, CommitLogTail>();
   const fromCommits = (sender: string, limit: number): PendingItem[] => {
     const through = readCommitted(root, sender);
+    // The router routes only commits up to `committed`, and every start marks what it
+    // restored, so `committed` below the routed mark means the agent's log went back: its
+    // state.wal was deleted or replaced (by hand, or as a symlink refused), and the agent
+    // goes on from its checkpoint. Its new commits reuse numbers already routed: without
+    // this they were taken as routed and their messages never delivered. Routed again from
+    // the start of the log; the inboxes drop anything already delivered, by id.
+    if (through >= 0 && through < routedOf(sender).commit) {
+      appendEvent(root, { type: 'router.log-went-back', agent: sender, committed: through, routed: routedOf(sender).commit });
+      const reset = { commit: 0, index: 0 };
+      routed.set(sender, reset);
+      marks.write(agentPaths(root, sender).routed, reset);
+      clearThrough.delete(sender);
+      tails.delete(sender);
+    }
     if (through <= 0 || through <= (clearThrough.get(sender) ?? 0)) return [];
     let tail = tails.get(sender);
     if (!tail) tails.set(sender, (tail = new CommitLogTail(root, sender)));
