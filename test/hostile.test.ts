@@ -551,6 +551,20 @@ describe('planted symlinks and FIFOs at the names of Hive\'s own files', () => {
     expect(fs.readFileSync(hivePaths(root).log, 'utf8')).toMatch(/"type":"router.log-went-back","agent":"echo"/);
   });
 
+  it('a file or FIFO at a lock\'s name (registry.json.lock, hive.lock) is moved aside, not waited out: the hive starts at once', async () => {
+    const hive = await startHive(fastConfig({ agents: [echo, client] }));
+    const root = hive.root;
+    await hive.close();
+    fs.writeFileSync(path.join(root, 'registry.json.lock'), 'not a lock');
+    execFileSync('mkfifo', [path.join(root, 'hive.lock')]);
+    const t0 = Date.now();
+    const again = await startHive(fastConfig({ root, agents: [echo, client] }));
+    expect(Date.now() - t0).toBeLessThan(5_000); // a stale lock is waited out for 5–10 s
+    await roundTrip(again, 'after the planted locks');
+    const aside = fs.readdirSync(root).filter((n) => n.includes('.not-a-folder-')).sort();
+    expect(aside.map((n) => n.replace(/-\d+-\d+$/, ''))).toEqual(['hive.lock.not-a-folder', 'registry.json.lock.not-a-folder']);
+  });
+
   it('a folder named like a temp file at the hive root does not stop the start', async () => {
     const hive = await startHive(fastConfig({ agents: [echo, client] }));
     const root = hive.root;
