@@ -47,6 +47,7 @@ const sendLogSegment = (root: string, sender: string): string => listSegments(ag
  */
 
 const client = { id: 'client', brain: { kind: 'external' as const } };
+const SESSION_KEY = '0f0e0d0c-0b0a-4908-8706-050403020100';
 const echo = { id: 'echo', brain: { kind: 'echo' as const } };
 
 async function cli(args: string[]) {
@@ -110,6 +111,11 @@ describe('hostile hive folder: the router', () => {
     await first.close();
     const outside = tempDir('hive-outside-');
     fs.writeFileSync(path.join(outside, 'memory.md'), '# not the hive\n\n## Memories\n\n### 2020-01-01 — secret outside\n\nSECRET-OUTSIDE\n');
+    // What the start's sweeps would have removed or rewritten through the link.
+    fs.mkdirSync(path.join(outside, 'sessions', SESSION_KEY), { recursive: true });
+    fs.writeFileSync(path.join(outside, 'sessions', SESSION_KEY, 'conversation.jsonl'), '{"role":"user","text":"mine"}\n');
+    fs.writeFileSync(path.join(outside, '.tmp-notes-2147483646-0deadbeef'), 'mine');
+    fs.mkdirSync(path.join(outside, 'inbox'));
     fs.rmSync(agentPaths(root, 'echo').dir, { recursive: true });
     fs.symlinkSync(outside, agentPaths(root, 'echo').dir);
     const hive = await startHive(fastConfig({ root, agents: [echo, other, client] }));
@@ -117,7 +123,9 @@ describe('hostile hive folder: the router', () => {
     const req = await hive.send({ from: 'client', to: 'other', act: 'request', body: 'others run' });
     await waitFor(hive, () => repliesTo(root, 'client').includes(req.id), 'other answers', 15_000);
     await expect(remember(root, 'echo', 'never outside')).rejects.toMatchObject({ code: 'E_NOT_REGULAR' });
-    expect(fs.readdirSync(outside)).toEqual(['memory.md']);
+    expect(fs.readdirSync(outside).sort()).toEqual(['.tmp-notes-2147483646-0deadbeef', 'inbox', 'memory.md', 'sessions']);
+    expect(fs.readdirSync(path.join(outside, 'inbox'))).toEqual([]);
+    expect(fs.readFileSync(path.join(outside, 'sessions', SESSION_KEY, 'conversation.jsonl'), 'utf8')).toBe('{"role":"user","text":"mine"}\n');
     expect(fs.readFileSync(path.join(outside, 'memory.md'), 'utf8')).not.toContain('never outside');
   });
 

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { isRealDirectory } from '../fs/regular-file.ts';
 import { uninstallCliConfig } from '../brains/cli-install.ts';
 import type { PresetName } from '../brains/presets.ts';
 import { providerBinDir } from '../package-files.ts';
@@ -19,6 +20,8 @@ import type { SupervisorContext } from './context.ts';
  * snapshot (`hive switch AGENT --snapshot NAME`).
  */
 export async function noticeProviderSwitch(ctx: SupervisorContext, agentId: string, before: unknown, after: BrainSpec): Promise<void> {
+  // A symlinked agent folder is refused at start: nothing is archived or removed through it.
+  if (!isRealDirectory(agentPaths(ctx.root, agentId).dir)) return;
   if (cliConfigMoved(before, after)) removeCliConfig(ctx.root, agentId, before, 'its preset or working directory changed');
   if (before === undefined || brainIdentity(before) === brainIdentity(after)) return;
   const archived = await archiveSession(ctx.root, agentId, 'provider switch', ctx.config.sessions.archiveEntries);
@@ -48,6 +51,7 @@ export async function archiveRemovedAgents(ctx: SupervisorContext): Promise<void
   // Conversation first, then the registry: a crash in between archives again next start
   // (the new live session is empty, so nothing is archived twice).
   for (const e of removed) {
+    if (!isRealDirectory(agentPaths(ctx.root, e.id).dir)) continue; // refused folder: left as it is
     const session = await archiveSession(ctx.root, e.id, 'agent removed from the config', ctx.config.sessions.archiveEntries);
     removeCliConfig(ctx.root, e.id, e.brain, 'removed from the config');
     await updateRegistry(ctx.root, (r) => {
