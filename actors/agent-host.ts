@@ -45,7 +45,8 @@ async function loadBrain(spec: HostedAgentSpec): Promise<Awaited<ReturnType<type
     return await createBrainFor(spec);
   } catch (err) {
     const what = spec.brain.kind === 'module' ? `brain module ${spec.brain.module}` : spec.brain.kind === 'machine' ? `machine module ${spec.brain.module}` : `${spec.brain.kind} brain`;
-    return { agent: spec.id, error: `${what} could not be loaded: ${errorMessage(err)}` };
+    const code = (err as { code?: unknown }).code;
+    return { agent: spec.id, error: `${what} could not be loaded: ${errorMessage(err)}`, ...(typeof code === 'string' ? { code } : {}) };
   }
 }
 

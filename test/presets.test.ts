@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { agentPaths } from '../src/layout/paths.ts';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fastConfig, startHive, waitFor } from './helpers/hive.ts';
@@ -48,6 +49,24 @@ describe('agent CLI presets', () => {
       await hive.close();
     });
   }
+
+  it('a .claude folder in the agent folder replaced by a symlink: that agent fails with the reason, the hive starts, nothing is written through it', async () => {
+    const t = setup('claude');
+    const config = fastConfig({ root: t.root, agents: [{ id: 'coder', brain: { kind: 'command', preset: 'claude', command: path.join(FIXTURES, 'cli', 'fake-claude.mjs') } }, client, { id: 'echo', brain: { kind: 'echo' } }] });
+    await (await startHive(config)).close();
+    const dotClaude = path.join(agentPaths(t.root, 'coder').dir, '.claude');
+    expect(fs.existsSync(path.join(dotClaude, 'settings.json'))).toBe(true);
+    const outside = tempDir();
+    fs.writeFileSync(path.join(outside, 'settings.json'), '{"theme":"mine"}\n');
+    fs.rmSync(dotClaude, { recursive: true });
+    fs.symlinkSync(outside, dotClaude);
+    const hive = await startHive(config);
+    await waitFor(hive, () => /^failed: .*\.claude is a symbolic link, not a folder/.test(hive.status().find((s) => s.id === 'coder')?.status ?? ''), 'coder failed with the reason');
+    const req = await hive.send({ from: 'client', to: 'echo', act: 'request', body: 'the rest runs' });
+    await waitFor(hive, () => replies(t.root).some((m) => m.in_reply_to === req.id), 'echo answers');
+    expect(fs.readFileSync(path.join(outside, 'settings.json'), 'utf8')).toBe('{"theme":"mine"}\n');
+    await hive.close();
+  });
 
   it("the CLI's session follows the conversation: archived, a new one starts; reopened, the old one resumes", async () => {
     const t = setup('claude');

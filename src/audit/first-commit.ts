@@ -149,7 +149,9 @@ function readEntry(file: Buffer): { mode: string; data: Buffer } | null {
  */
 function readAll(fd: number, size: number): Buffer {
   const buf = Buffer.allocUnsafe(size + 1);
-  const n = fs.readSync(fd, buf, 0, size + 1, null);
+  let n = 0;
+  // Until end of file or one byte past the size: a read may return less (files over 2 GiB, network filesystems).
+  for (let got = -1; got !== 0 && n <= size; n += got) got = fs.readSync(fd, buf, n, size + 1 - n, null);
   if (n <= size) return buf.subarray(0, n);
   return Buffer.concat([buf.subarray(0, n), fs.readFileSync(fd)]);
 }

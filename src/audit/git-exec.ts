@@ -28,15 +28,18 @@ function gitEnv(): NodeJS.ProcessEnv {
     LC_ALL: 'C',
     MALLOC_TOP_PAD_: MALLOC_STEP,
     MALLOC_TRIM_THRESHOLD_: MALLOC_STEP,
-    // Settings from the environment outrank the repository's own config: a .git/config
-    // planted in the hive folder cannot make the trail's git run a program of its choosing
-    // through an fsmonitor hook or a hooks folder.
-    GIT_CONFIG_COUNT: '2',
-    GIT_CONFIG_KEY_0: 'core.fsmonitor',
-    GIT_CONFIG_VALUE_0: 'false',
-    GIT_CONFIG_KEY_1: 'core.hooksPath',
-    GIT_CONFIG_VALUE_1: '/dev/null',
   };
+  // Settings from the environment outrank the repository's own config: a .git/config
+  // planted in the hive folder cannot make the trail's git run a program of its choosing
+  // through an fsmonitor hook or a hooks folder (clean filters it can still name; see the
+  // README's table of hostile files). Added after any the user's environment sets.
+  const n = Number.parseInt(process.env.GIT_CONFIG_COUNT ?? '0', 10) || 0;
+  const ours: [string, string][] = [['core.fsmonitor', 'false'], ['core.hooksPath', '/dev/null']];
+  ours.forEach(([k, v], i) => {
+    env[`GIT_CONFIG_KEY_${n + i}`] = k;
+    env[`GIT_CONFIG_VALUE_${n + i}`] = v;
+  });
+  env.GIT_CONFIG_COUNT = String(n + ours.length);
   for (const k of FOREIGN) delete env[k];
   return env;
 }

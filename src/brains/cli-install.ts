@@ -223,11 +223,8 @@ export function configFiles(preset: PresetName, cwd: string): string[] {
 }
 
 /**
- * A CLI's configuration files inside the hive (the default working directory is the
- * agent's folder) are written only through real folders to regular files: a symlinked
- * `.claude/` there would have Hive's hooks written into the user's own settings outside
- * the hive, a FIFO would block the thread that installs. Outside the hive (a working
- * directory the config names) the files are the user's, as they are.
+ * Inside the hive (the default cwd is the agent folder) only through real folders to regular
+ * files: a symlinked `.claude/` had Hive's hooks written into the user's settings outside it.
  */
 function assertSafeInHive(root: string, file: string): void {
   const rel = path.relative(path.resolve(root), path.resolve(file));
@@ -237,11 +234,10 @@ function assertSafeInHive(root: string, file: string): void {
   for (let i = 0; i < parts.length; i++) {
     at = path.join(at, parts[i]!);
     const st = fs.lstatSync(at, { throwIfNoEntry: false });
-    if (!st) return; // made by the write, as a real folder or file
     const last = i === parts.length - 1;
-    if (last ? st.isFile() : st.isDirectory()) continue;
+    if (!st || (last ? st.isFile() : st.isDirectory())) continue; // missing: made real by the write
     const kind = entryKind(st);
-    throw new HiveError('E_NOT_REGULAR', `${path.relative(root, at)} is ${/^[aeiou]/i.test(kind) ? 'an' : 'a'} ${kind}, not a ${last ? 'regular file' : 'folder'}: Hive does not write the CLI's configuration through it`, { details: { kind } });
+    throw new HiveError('E_NOT_REGULAR', `${path.relative(root, at)} is a ${kind}, not a ${last ? 'regular file' : 'folder'}: Hive does not write the CLI's configuration through it`, { details: { kind } });
   }
 }
 

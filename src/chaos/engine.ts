@@ -195,8 +195,8 @@ async function runChaosIn(work: string, kinds: readonly FaultKind[], skipped: Pa
     while (Date.now() < end && !trafficFailed) await new Promise((r) => setTimeout(r, 50));
     running = false;
     await traffic;
-    if (trafficFailed) throw (trafficFailed as { error: unknown }).error;
     const stalled = stall.stop();
+    if (trafficFailed) throw (trafficFailed as { error: unknown }).error;
     if (slowActive) await supervisorKill(ctx, [], false);
 
     // Drain: answer the people's questions until every request has its reply, or until

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { HiveError } from '../errors.ts';
 import { hiveModes } from './modes.ts';
 import { syncFd } from './atomic.ts';
@@ -95,7 +96,7 @@ export function appendLinesMovingAside(file: string, text: string, options: { du
     if (!(err instanceof HiveError && err.code === 'E_NOT_REGULAR')) throw err;
   }
   let moved: { found: string; to: string } | null = null;
-  const aside = `${file}.not-a-file-${Date.now()}-${process.pid}`;
+  const aside = `${file}.not-a-file-${Date.now()}-${process.pid}-${threadId}`;
   try {
     const st = fs.lstatSync(file);
     // Another thread may have moved it aside already and begun a new file: that one stays.

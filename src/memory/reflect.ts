@@ -59,10 +59,11 @@ function backup(root: string, agent: string, data: Buffer, now: Date): string {
   // outside the hive: refused (E_NOT_REGULAR), and no condense goes ahead without a backup.
   assertRealDirectory(base, 'backups/');
   let stamp = stampOf(now);
-  for (let i = 1; fs.existsSync(path.join(base, stamp, agent)); i++) stamp = `${stampOf(now)}-${i}`;
+  // lstat: a planted backups/<stamp> link is seen as taken (and checked below), never followed.
+  for (let i = 1; fs.lstatSync(path.join(base, stamp, agent), { throwIfNoEntry: false }) !== undefined; i++) stamp = `${stampOf(now)}-${i}`;
   const dir = path.join(base, stamp, agent);
+  assertRealDirectory(path.join(base, stamp), `backups/${stamp}`); // before the mkdir goes through it
   makeDir(dir);
-  assertRealDirectory(path.join(base, stamp), `backups/${stamp}`);
   assertRealDirectory(dir, `backups/${stamp}/${agent}`);
   const file = path.join(dir, 'memory.md');
   writeFileAtomic(file, data);

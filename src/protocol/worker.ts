@@ -153,6 +153,8 @@ export interface AgentHostApi {
 export interface BrainLoadFailure {
   agent: string;
   error: string;
+  /** The error's code, when it had one (`E_NOT_REGULAR`: something planted in the hive folder, not a mistake in the config). */
+  code?: string;
 }
 
 export interface RouterInfo {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { agentPaths } from '../layout/paths.ts';
 import { appendEvent } from '../log/event-log.ts';
+import { readStateFile } from '../agent/state-read.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import { InboxReader, inboxDepth, type InboxEntry } from './inbox.ts';
 import { InboxWriter, type InboxWriterOptions } from './inbox-writer.ts';
@@ -61,15 +62,17 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
   const tails = new Map<string, CommitLogTail>();
   const fromCommits = (sender: string, limit: number): PendingItem[] => {
     const through = readCommitted(root, sender);
-    // The router routes only commits up to `committed`, and every start marks what it
-    // restored, so `committed` below the routed mark means the agent's log went back: its
-    // state.wal was deleted or replaced (by hand, or as a symlink refused), and the agent
-    // goes on from its checkpoint. Its new commits reuse numbers already routed: without
-    // this they were taken as routed and their messages never delivered. Routed again from
-    // the start of the log; the inboxes drop anything already delivered, by id.
-    if (through >= 0 && through < routedOf(sender).commit) {
+    // `committed` below the routed mark: either the marker is stale (neither it nor `routed`
+    // is flushed, so a power cut can leave them so, until the agent's next start marks what
+    // it restored) or the agent's log went back: its state.wal was deleted or replaced (by
+    // hand, or as a symlink refused) and it goes on from its checkpoint, its new commits
+    // reusing numbers already routed (without this they were taken as routed and their
+    // messages never delivered). The log itself tells which: its newest commit is past the
+    // marker only when the marker is stale. A log that went back is routed from the commit
+    // after `committed`: everything up to it was routed under the old numbering.
+    if (through >= 0 && through < routedOf(sender).commit && (readStateFile(root, sender)?.commit ?? 0) <= through) {
       appendEvent(root, { type: 'router.log-went-back', agent: sender, committed: through, routed: routedOf(sender).commit });
-      const reset = { commit: 0, index: 0 };
+      const reset = { commit: through, index: Number.MAX_SAFE_INTEGER };
       routed.set(sender, reset);
       marks.write(agentPaths(root, sender).routed, reset);
       clearThrough.delete(sender);

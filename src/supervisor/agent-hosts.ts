@@ -80,12 +80,10 @@ export class AgentHosts {
   async startAll(hostOf: Map<string, string | undefined>, here: (id: string) => boolean = () => true): Promise<{ running: number; failed: BrainLoadFailure[] }> {
     const tried = [...this.records.values()].filter((x) => isRunnable(x.entry, x.brain) && here(x.entry.id));
     const runnable: AgentRecord[] = [];
-    const refused = new Set<string>();
     for (const r of tried) {
       const folder = folderProblem(this.ctx.root, r.entry.id);
-      if (folder) refused.add(r.entry.id);
       const problem = folder ?? (await brainPreflight(r.brain));
-      if (problem) await this.configFailed(r.entry.id, problem);
+      if (problem) await this.configFailed(r.entry.id, problem, folder !== null);
       else runnable.push(r);
     }
     const placement = placeAgents(runnable.map((r) => ({ id: r.entry.id, host: hostOf.get(r.entry.id) })), this.ctx.config.supervisor.agentsPerWorker);
@@ -97,9 +95,10 @@ export class AgentHosts {
     let done = 0; // progress for `hive start`: one more worker's agents are up
     const up = (hostId: string) => this.ctx.events.emit('starting', { phase: 'agents', ms: Math.round(performance.now() - t0), done: (done += this.members.get(hostId)?.length ?? 0), total });
     await Promise.all([...this.members.keys()].map((hostId) => this.startHost(hostId).then(() => up(hostId))));
-    // A refused folder is not a mistake in the configuration: reported (failed, god told), the rest starts.
-    const failed = tried.filter((r) => r.problem && !refused.has(r.entry.id)).map((r) => ({ agent: r.entry.id, error: failureOf(r) }));
-    return { running: tried.length - failed.length - refused.size, failed };
+    // Something planted in the hive folder (a symlinked agent folder or CLI settings folder)
+    // is not a mistake in the configuration: that agent is failed (god told), the rest starts.
+    const failed = tried.filter((r) => r.problem && !r.planted).map((r) => ({ agent: r.entry.id, error: failureOf(r) }));
+    return { running: tried.length - failed.length - tried.filter((r) => r.planted).length, failed };
   }
 
   /**
@@ -107,10 +106,11 @@ export class AgentHosts {
    * with the reason, and god is told. Its inbox is left alone: no message is counted
    * against a brain that never ran. A new start (or spawn) tries again.
    */
-  private async configFailed(id: string, problem: string): Promise<void> {
+  private async configFailed(id: string, problem: string, planted = false): Promise<void> {
     const r = this.records.get(id);
     if (r) {
       r.problem = problem;
+      r.planted = planted;
       r.entry.status = 'failed';
       r.value = 'stopped';
       const hostId = r.hostId;
@@ -154,7 +154,7 @@ export class AgentHosts {
       const hosted = await this.hostedSpec(entry.id);
       const res = await host.handle.call(async (api) => api.startActors([hosted]));
       for (const info of res.started) this.started(info.id, info);
-      for (const f of res.failed) await this.configFailed(f.agent, f.error);
+      for (const f of res.failed) await this.configFailed(f.agent, f.error, f.code === 'E_NOT_REGULAR');
       await this.router.updateHost(hostId, this.members.get(hostId) ?? []);
     } else await this.startHost(hostId);
     if (record.problem) throw new HiveError('E_BAD_CONFIG', failureOf(record)); // its worker could not load its brain
@@ -214,7 +214,7 @@ export class AgentHosts {
         .call((api) => api.startActors([spec]))
         .then(async (res) => {
           for (const info of res.started) this.started(info.id, info);
-          for (const f of res.failed) await this.configFailed(f.agent, f.error);
+          for (const f of res.failed) await this.configFailed(f.agent, f.error, f.code === 'E_NOT_REGULAR');
         })
         .catch((err) => appendEvent(this.ctx.root, { type: 'actor.resume-failed', agent: id, error: errorMessage(err) }));
     }
@@ -308,7 +308,7 @@ export class AgentHosts {
           throw err;
         }
         for (const info of res.started) this.started(info.id, info);
-        for (const f of res.failed) await this.configFailed(f.agent, f.error);
+        for (const f of res.failed) await this.configFailed(f.agent, f.error, f.code === 'E_NOT_REGULAR');
         // Removed while this start was in flight (a cluster lease lost during a restart of a
         // pooled host): it must not run on here.
         const gone = specs.map((x) => x.id).filter((id) => !agentsOf().includes(id));

@@ -32,6 +32,8 @@ export interface AgentRecord {
   forgive?: boolean;
   /** Why its brain cannot be started (a configuration error), or undefined. */
   problem?: string;
+  /** The problem is something planted in the hive folder (`E_NOT_REGULAR`), not a mistake in the config: that agent fails, the start goes on. */
+  planted?: boolean;
   /** Its folder was made by this start: told to its first worker only (HostedAgentSpec.madeNow). */
   madeNow?: boolean;
 }
