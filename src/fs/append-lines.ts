@@ -4,7 +4,7 @@ import { threadId } from 'node:worker_threads';
 import { HiveError } from '../errors.ts';
 import { hiveModes } from './modes.ts';
 import { syncFd } from './atomic.ts';
-import { entryKind, notRegularError } from './regular-file.ts';
+import { entryKind, openRegularWith } from './regular-file.ts';
 
 /**
  * Files this thread has already checked for a torn tail. A line is torn only by a crash (or
@@ -28,20 +28,7 @@ const APPEND_FLAGS = fs.constants.O_RDWR | fs.constants.O_APPEND | fs.constants.
  * a file outside it, nor `mkfifo log.jsonl` block every thread that logs.
  */
 function openForAppend(file: string): { fd: number; size: number } {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, APPEND_FLAGS, hiveModes().file);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') throw notRegularError(file, 'symbolic link');
-    if (code === 'ENXIO') throw notRegularError(file, 'socket');
-    throw err;
-  }
-  const stats = fs.fstatSync(fd);
-  if (!stats.isFile()) {
-    fs.closeSync(fd);
-    throw notRegularError(file, entryKind(stats));
-  }
+  const { fd, stats } = openRegularWith(file, APPEND_FLAGS, hiveModes().file);
   return { fd, size: stats.size };
 }
 

@@ -46,9 +46,17 @@ const READ_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constant
  */
 export function openRegular(file: string, where = file, kind?: EntryKind): { fd: number; stats: fs.Stats } {
   if (kind !== undefined && kind !== 'file') throw notRegularError(where, kind);
+  return openRegularWith(file, READ_FLAGS, undefined, where);
+}
+
+/**
+ * `openRegular` with the caller's flags (which must include O_NOFOLLOW and O_NONBLOCK) and
+ * creation mode: the appends to Hive's own files open this way for writing.
+ */
+export function openRegularWith(file: string, flags: number, mode: number | undefined, where = file): { fd: number; stats: fs.Stats } {
   let fd: number;
   try {
-    fd = fs.openSync(file, READ_FLAGS);
+    fd = fs.openSync(file, flags, mode);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // Swapped between the listing and the open: ELOOP is a symlink now, ENXIO a socket.

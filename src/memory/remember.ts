@@ -6,7 +6,7 @@ import { formatEntry, isoDay, separatorAfter } from './format.ts';
 import { withFileLock } from './lock.ts';
 import { readRegistry } from '../registry/registry.ts';
 import { hiveModes } from '../fs/modes.ts';
-import { assertRealDirectory, entryKind, notRegularError } from '../fs/regular-file.ts';
+import { assertRealDirectory, openRegularWith } from '../fs/regular-file.ts';
 import { appendClusterMemory, withClusterFiles } from './cluster-memory.ts';
 
 /** The agent's display name (as ensureAgent heads memory.md with it), else its id. */
@@ -143,19 +143,6 @@ export async function remember(root: string, agent: string, input: MemoryInput, 
  * a file outside the hive) and a FIFO never written into; either is `E_NOT_REGULAR`.
  */
 function openMemoryForAppend(file: string, where: string): number {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK, hiveModes().file);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') throw notRegularError(where, 'symbolic link');
-    if (code === 'ENXIO') throw notRegularError(where, 'socket');
-    throw err;
-  }
-  const stats = fs.fstatSync(fd);
-  if (!stats.isFile()) {
-    fs.closeSync(fd);
-    throw notRegularError(where, entryKind(stats));
-  }
-  return fd;
+  const flags = fs.constants.O_RDWR | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+  return openRegularWith(file, flags, hiveModes().file, where).fd;
 }
