@@ -92,6 +92,14 @@ describe.skipIf(process.platform !== 'linux')('git runner', () => {
     expect(isRunning(report.runnerPid)).toBe(false);
   });
 
+  it('a runner released while it still boots ends quietly: no EPIPE stack trace on the parent\'s stderr', async () => {
+    // One after another, releasing at times spread over the runner's boot (~100–300 ms here):
+    // on the code before, about one run in three printed the EPIPE.
+    const runs: string[] = [];
+    for (const after of [40, 80, 120, 160, 200, 240, 280]) runs.push((await collectLines(startFixture('git-runner-early-release.ts', [], { AFTER: String(after) })).exited).stderr);
+    expect(runs.filter((stderr) => /EPIPE|Unhandled/.test(stderr))).toEqual([]);
+  });
+
   it('a trail starts the runner with start(), at nice 19 from its first instruction; its commits use it; closing leaves none behind', async () => {
     const held = new AuditTrail(tempDir('git-runner-'), { intervalMs: 100 });
     held.hold();

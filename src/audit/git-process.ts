@@ -17,8 +17,14 @@ try {
   // not permitted here: run at normal priority
 }
 
+/**
+ * Answers the parent. A parent that went away before the answer (a hive stopped within a
+ * second of its start, while this runner still booted) makes the write fail with EPIPE:
+ * that error comes to the callback, not as an unhandled 'error' event that printed a stack
+ * trace on the hive's stderr. The closing channel ends this process anyway.
+ */
 function send(m: GitRunnerMessage): void {
-  if (process.connected) process.send?.(m);
+  if (process.connected) process.send?.(m, undefined, {}, () => undefined);
 }
 
 process.on('message', (req: GitRequest) => {
