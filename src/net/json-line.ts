@@ -80,7 +80,9 @@ export async function listenJsonLine(socketPath: string, options: JsonLineOption
   } finally {
     process.umask(previous);
   }
-  fs.chmodSync(socketPath, 0o600);
+  // chmod follows a symlink: only the socket this server made is changed (a link swapped in
+  // since the listen would have had its target's mode changed).
+  if (fs.lstatSync(socketPath, { throwIfNoEntry: false })?.isSocket()) fs.chmodSync(socketPath, 0o600);
   return {
     path: socketPath,
     close: () =>
