@@ -12,6 +12,7 @@ import { deliverDirect as deliver } from './helpers/deliver.ts';
 import { appendEvent } from '../src/log/event-log.ts';
 import { remember } from '../src/memory/remember.ts';
 import { JsonlJournal } from '../src/session/journal.ts';
+import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { tempNameFor, writeFileAtomic } from '../src/fs/atomic.ts';
 import { installCliConfig, uninstallCliConfig } from '../src/brains/cli-install.ts';
 import { ensureRepo, git as gitIn, HIVE_GITIGNORE } from '../src/audit/git.ts';
@@ -571,6 +572,28 @@ describe('planted symlinks and FIFOs at the names of Hive\'s own files', () => {
     await roundTrip(again, 'after the planted locks');
     const aside = fs.readdirSync(root).filter((n) => n.includes('.not-a-folder-')).sort();
     expect(aside.map((n) => n.replace(/-\d+-\d+$/, ''))).toEqual(['hive.lock.not-a-folder', 'registry.json.lock.not-a-folder']);
+  });
+
+  it('a committed marker left behind what was routed while the log holds newer commits (a power cut before the agent starts again) is stale, not a log that went back: nothing is routed again', async () => {
+    const first = await startHive(fastConfig({ agents: [echo, client] }));
+    for (let i = 0; i < 3; i++) await roundTrip(first, `before ${i}`);
+    const root = first.root;
+    await first.close();
+    const p = agentPaths(root, 'echo');
+    const routedBefore = fs.readFileSync(p.routed, 'utf8');
+    const logged = () => fs.readFileSync(hivePaths(root).log, 'utf8').includes('router.log-went-back');
+    fs.writeFileSync(p.committed, '{"commit":1}'); // stale: the log holds commits 2 and 3
+    const transport = createFsTransport(root, { pollMs: 60_000 });
+    expect(await transport.pending('echo')).toEqual([]);
+    expect(fs.readFileSync(p.routed, 'utf8')).toBe(routedBefore);
+    expect(logged()).toBe(false);
+    // The same marker with the log gone is a log that went back: logged, the mark set to its end.
+    fs.rmSync(p.stateWal);
+    fs.rmSync(p.state, { force: true });
+    const fresh = createFsTransport(root, { pollMs: 60_000 });
+    expect(await fresh.pending('echo')).toEqual([]);
+    expect(logged()).toBe(true);
+    expect(JSON.parse(fs.readFileSync(p.routed, 'utf8'))).toMatchObject({ commit: 1 });
   });
 
   it('a folder named like a temp file at the hive root does not stop the start', async () => {

@@ -283,10 +283,7 @@ export class StateStore implements Reopenable {
     }
     if (size !== this.walBytes) {
       const tmp = `${this.p.stateWal}.prealloc`;
-      writeTempFile(tmp, Buffer.alloc(this.walBytes));
-      const tfd = fs.openSync(tmp, WAL_OPEN_FLAGS);
-      syncFd(tfd);
-      fs.closeSync(tfd);
+      writeTempFile(tmp, Buffer.alloc(this.walBytes), { durable: true });
       // Keep committed lines of an older log (another size) by checkpointing them first.
       const current = readStateFile(this.root, this.agentId);
       if (current && size > 0) writeJsonAtomic(this.p.state, current);

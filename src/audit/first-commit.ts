@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { once } from 'node:events';
 import { runGit, runGitBytes, startGit, type GitResult } from './git-exec.ts';
+import { readOpenFile } from '../fs/regular-file.ts';
 
 /**
  * The audit trail's first commit of a hive, written as one pack by `git fast-import`
@@ -135,25 +136,12 @@ function readEntry(file: Buffer): { mode: string; data: Buffer } | null {
   try {
     const st = fs.fstatSync(fd); // the mode of what is read, not of what was there before
     if (!st.isFile()) return null;
-    return { mode: (st.mode & 0o100) !== 0 ? '100755' : '100644', data: readAll(fd, st.size) };
+    return { mode: (st.mode & 0o100) !== 0 ? '100755' : '100644', data: readOpenFile(fd, st.size) };
   } catch {
     return null; // replaced by something git would not record
   } finally {
     fs.closeSync(fd);
   }
-}
-
-/**
- * A file's bytes in one read when it is no longer than `size` (its size when opened), so
- * 20,000 small files cost one read each; one that grew since is read to its end.
- */
-function readAll(fd: number, size: number): Buffer {
-  const buf = Buffer.allocUnsafe(size + 1);
-  let n = 0;
-  // Until end of file or one byte past the size: a read may return less (files over 2 GiB, network filesystems).
-  for (let got = -1; got !== 0 && n <= size; n += got) got = fs.readSync(fd, buf, n, size + 1 - n, null);
-  if (n <= size) return buf.subarray(0, n);
-  return Buffer.concat([buf.subarray(0, n), fs.readFileSync(fd)]);
 }
 
 /**

@@ -27,8 +27,8 @@ const APPEND_FLAGS = fs.constants.O_RDWR | fs.constants.O_APPEND | fs.constants.
  * hive folder is shared, and `ln -s ~/.bashrc log.jsonl` must not make the hive append to
  * a file outside it, nor `mkfifo log.jsonl` block every thread that logs.
  */
-function openForAppend(file: string): { fd: number; size: number } {
-  const { fd, stats } = openRegularWith(file, APPEND_FLAGS, hiveModes().file);
+export function openForAppend(file: string, where = file): { fd: number; size: number } {
+  const { fd, stats } = openRegularWith(file, APPEND_FLAGS, hiveModes().file, where);
   return { fd, size: stats.size };
 }
 

@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
-import { entryKind, notRegularError, readRegularText } from './regular-file.ts';
+import { openRegularWith, readRegularText } from './regular-file.ts';
+import { HiveError } from '../errors.ts';
 import { hiveModes } from './modes.ts';
 import { fsyncDelayMs } from '../testing/seams.ts';
 
@@ -128,23 +129,13 @@ export function fsyncDir(dir: string): void {
 const TEMP_WRITE_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
 
 function openTempFile(file: string, mode: number): number {
-  for (let attempt = 0; ; attempt++) {
-    let fd: number;
-    try {
-      fd = fs.openSync(file, TEMP_WRITE_FLAGS, mode);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      // ELOOP: a symlink; ENXIO: a FIFO with no reader (or a socket).
-      if (attempt > 0 || (code !== 'ELOOP' && code !== 'ENXIO')) throw err;
-      fs.rmSync(file, { force: true });
-      continue;
-    }
-    const stats = fs.fstatSync(fd);
-    if (stats.isFile()) return fd;
-    fs.closeSync(fd);
-    if (attempt > 0) throw notRegularError(file, entryKind(stats));
-    fs.rmSync(file, { force: true });
+  try {
+    return openRegularWith(file, TEMP_WRITE_FLAGS, mode).fd;
+  } catch (err) {
+    if (!(err instanceof HiveError && err.code === 'E_NOT_REGULAR')) throw err;
   }
+  fs.rmSync(file, { force: true });
+  return openRegularWith(file, TEMP_WRITE_FLAGS, mode).fd;
 }
 
 /** Creates `file` with `mode` exactly when one is given (fchmod: the umask cannot clear bits). */
@@ -161,9 +152,9 @@ function openForWrite(file: string, mode: number | undefined): number {
   return fd;
 }
 
-/** Writes a temp file (not flushed) the safe way `writeFileAtomic` does, for callers that rename it themselves. */
-export function writeTempFile(temp: string, data: string | Uint8Array): void {
-  writeAndSync(temp, data, false);
+/** Writes a temp file the safe way `writeFileAtomic` does (flushed when `durable`), for callers that rename it themselves. */
+export function writeTempFile(temp: string, data: string | Uint8Array, options: { durable?: boolean } = {}): void {
+  writeAndSync(temp, data, options.durable ?? false);
 }
 
 function writeAndSync(file: string, data: string | Uint8Array, durable: boolean, mode?: number): void {

@@ -72,16 +72,17 @@ export function openRegularWith(file: string, flags: number, mode: number | unde
   return { fd, stats };
 }
 
-/** Reads the rest of an open file (its size from `stats`). */
-function readAll(fd: number, stats: fs.Stats): Buffer {
-  const buf = Buffer.allocUnsafe(stats.size);
-  let off = 0;
-  while (off < stats.size) {
-    const n = fs.readSync(fd, buf, off, stats.size - off, off);
-    if (n === 0) break;
-    off += n;
-  }
-  return buf.subarray(0, off);
+/**
+ * An open file's bytes, in one read when it is no longer than `size` (its size when opened):
+ * 20,000 small files cost one read each. Reads until end of file (a read may return less:
+ * files over 2 GiB, network filesystems), so one that grew since is read to its end.
+ */
+export function readOpenFile(fd: number, size: number): Buffer {
+  const buf = Buffer.allocUnsafe(size + 1);
+  let n = 0;
+  for (let got = -1; got !== 0 && n <= size; n += got) got = fs.readSync(fd, buf, n, size + 1 - n, null);
+  if (n <= size) return buf.subarray(0, n);
+  return Buffer.concat([buf.subarray(0, n), fs.readFileSync(fd)]);
 }
 
 /**
@@ -91,7 +92,7 @@ function readAll(fd: number, stats: fs.Stats): Buffer {
 export function readRegularText(file: string, where = file, kind?: EntryKind): { text: string; mode: number } {
   const { fd, stats } = openRegular(file, where, kind);
   try {
-    return { text: readAll(fd, stats).toString('utf8'), mode: stats.mode & 0o7777 };
+    return { text: readOpenFile(fd, stats.size).toString('utf8'), mode: stats.mode & 0o7777 };
   } finally {
     fs.closeSync(fd);
   }
@@ -107,7 +108,7 @@ export function readRegularFile(file: string, encoding: 'utf8'): string;
 export function readRegularFile(file: string, encoding?: 'utf8'): Buffer | string {
   const { fd, stats } = openRegular(file);
   try {
-    const data = readAll(fd, stats);
+    const data = readOpenFile(fd, stats.size);
     return encoding ? data.toString(encoding) : data;
   } finally {
     fs.closeSync(fd);
@@ -151,4 +152,15 @@ export function isRealDirectory(dir: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The names in `dir` that are real folders, from readdir's entry types (no call per entry):
+ * a symlink to a folder is not one. [] when `dir` is missing.
+ * @example realSubfolders(hivePaths(root).agents) // agent folders, symlinked ones left out
+ */
+export function realSubfolders(dir: string): string[] {
+  return listEntries(dir)
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name);
 }

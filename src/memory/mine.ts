@@ -1,8 +1,8 @@
 import fs from 'node:fs';
-import { isRealDirectory } from '../fs/regular-file.ts';
+import { realSubfolders } from '../fs/regular-file.ts';
 import path from 'node:path';
 import { hivePaths, agentPaths } from '../layout/paths.ts';
-import { listDir, sweepTempFiles } from '../fs/atomic.ts';
+import { sweepTempFiles } from '../fs/atomic.ts';
 import { isAgentId } from '../protocol/agent-id.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { errorMessage } from '../errors.ts';
@@ -83,8 +83,8 @@ export async function runMinePass(root: string, settings: MineSettings, jobs: Me
     const manifest = readManifest(root) ?? emptyManifest();
     // Real agent folders only: one that is a symlink would have files from outside the hive
     // mined into the palace, where every agent's memory search finds them.
-    const agents = listDir(hivePaths(root).agents)
-      .filter((a) => isAgentId(a) && isRealDirectory(agentPaths(root, a).dir) && fs.existsSync(agentPaths(root, a).memory))
+    const agents = realSubfolders(hivePaths(root).agents)
+      .filter((a) => isAgentId(a) && fs.existsSync(agentPaths(root, a).memory))
       .sort();
     const work: { agent: string; files: string[] }[] = [];
     for (const agent of agents) {

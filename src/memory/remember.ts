@@ -5,8 +5,8 @@ import { HiveError, describeValue } from '../errors.ts';
 import { formatEntry, isoDay, separatorAfter } from './format.ts';
 import { withFileLock } from './lock.ts';
 import { readRegistry } from '../registry/registry.ts';
-import { hiveModes } from '../fs/modes.ts';
-import { assertRealDirectory, openRegularWith } from '../fs/regular-file.ts';
+import { assertRealDirectory } from '../fs/regular-file.ts';
+import { openForAppend } from '../fs/append-lines.ts';
 import { appendClusterMemory, withClusterFiles } from './cluster-memory.ts';
 
 /** The agent's display name (as ensureAgent heads memory.md with it), else its id. */
@@ -121,7 +121,8 @@ export async function remember(root: string, agent: string, input: MemoryInput, 
   return withFileLock(p.memory, () => {
     // O_APPEND: even a writer that ignores the lock (`echo >> memory.md`) is never overwritten.
     const created = !fs.existsSync(p.memory);
-    const fd = openMemoryForAppend(p.memory, `agents/${agent}/memory.md`);
+    // Regular files only: a symlink is never written through, a FIFO never written into (E_NOT_REGULAR).
+    const { fd } = openForAppend(p.memory, `agents/${agent}/memory.md`);
     try {
       if (created) fs.writeSync(fd, `# ${agentName(root, agent)}\n\n## Memories\n\n`);
       const size = fs.fstatSync(fd).size;
@@ -135,14 +136,4 @@ export async function remember(root: string, agent: string, input: MemoryInput, 
       fs.closeSync(fd);
     }
   });
-}
-
-/**
- * memory.md opened to append (read and write: the tail decides the separator), only if it
- * is a regular file: a symlink in its place is never written through (an entry appended to
- * a file outside the hive) and a FIFO never written into; either is `E_NOT_REGULAR`.
- */
-function openMemoryForAppend(file: string, where: string): number {
-  const flags = fs.constants.O_RDWR | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
-  return openRegularWith(file, flags, hiveModes().file, where).fd;
 }

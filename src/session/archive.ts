@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import lockfile from 'proper-lockfile';
 import { hivePaths, agentPaths } from '../layout/paths.ts';
 import { listDir, readJsonFile, writeJsonAtomic } from '../fs/atomic.ts';
-import { listEntries } from '../fs/regular-file.ts';
+import { realSubfolders } from '../fs/regular-file.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { HiveError } from '../errors.ts';
 import { readJsonl } from './journal.ts';
@@ -150,7 +150,7 @@ export async function reopenSession(root: string, key: string, cap?: number): Pr
 export function sweepOrphanSessions(root: string, madeNow: ReadonlySet<string> = new Set()): string[] {
   const archived = new Set(readArchive(root).map((s) => `${s.agent}/${s.key}`));
   const swept: string[] = [];
-  for (const agentId of listEntries(hivePaths(root).agents).filter((d) => d.isDirectory()).map((d) => d.name)) {
+  for (const agentId of realSubfolders(hivePaths(root).agents)) {
     // Real folders only (a symlinked agent folder is refused, nothing removed through it).
     if (madeNow.has(agentId)) continue; // made by this start: no session folder yet
     let dir: string;

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { HiveConfig } from '../config/schema.ts';
 import { agentPaths, hivePaths } from '../layout/paths.ts';
 import { listDir, readJsonFile, sweepTempFiles, writeJsonAtomic } from '../fs/atomic.ts';
-import { listEntries } from '../fs/regular-file.ts';
+import { realSubfolders } from '../fs/regular-file.ts';
 import { sweepDeadIntents } from '../lock/owner.ts';
 import { appendEvent } from '../log/event-log.ts';
 import { createMessage, type HiveMessage } from '../protocol/message.ts';
@@ -27,7 +27,7 @@ export function sweepOrphans(root: string, madeNow: ReadonlySet<string> = new Se
   swept.push(...sweepDeadIntents(p.palace));
   // Real folders only: one that is a symlink is refused (the agent does not start) and
   // nothing is removed or written through it (src/supervisor/agent-hosts.ts, folderProblem).
-  for (const id of realAgentFolders(root)) {
+  for (const id of realSubfolders(p.agents)) {
     if (madeNow.has(id)) continue; // its folder was made by this start: nothing of a crash is in it
     try {
       const a = agentPaths(root, id);
@@ -68,11 +68,4 @@ export function sendKickoff(root: string, kickoff: HiveConfig['kickoff']): strin
   writeOutbox(root, fresh);
   writeJsonAtomic(file, [...done]);
   return [...new Set(fresh.map((m) => m.from))];
-}
-
-/** The names under agents/ that are real folders (readdir's types: a symlink is not one). */
-export function realAgentFolders(root: string): string[] {
-  return listEntries(hivePaths(root).agents)
-    .filter((d) => d.isDirectory())
-    .map((d) => d.name);
 }
