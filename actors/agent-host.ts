@@ -30,10 +30,15 @@ let routerPort: MessagePort | null = null;
 /** This worker's own tracer provider (null: telemetry off, no SDK loaded). */
 const telemetry = await startWorkerTelemetry(init.telemetry);
 
-/** Events go to the supervisor; outbox writes go straight to the router when linked. */
+/**
+ * Events go to the supervisor; outbox writes go straight to the router when linked, with
+ * the commits behind them when the transport can tell them (the router then reads neither
+ * the commit log nor the agent's files).
+ */
 const emit = (event: WorkerEvent) => {
   if (event.type === 'outbox.written' && routerPort) {
-    routerPort.postMessage({ type: 'kick', senders: [event.agent] } satisfies RouterLinkMessage);
+    const commits = transport.takeCommitHints?.(event.agent) ?? null;
+    routerPort.postMessage({ type: 'kick', senders: [event.agent], ...(commits ? { commits } : {}) } satisfies RouterLinkMessage);
     return;
   }
   host.emit(event);

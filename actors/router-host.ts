@@ -71,12 +71,12 @@ function acceptSends(items: IngressItem[]): void {
   const dir = directory();
   const { senders, refused } = ingress.accept(items, (from) => dir.senders.has(from) && isRealDirectory(agentPaths(init.root, from).dir));
   if (refused.length > 0) mainPort?.postMessage({ type: 'refused', tags: refused } satisfies RouterToMainMessage);
-  if (senders.length > 0) outboxChanged(senders);
+  if (senders.length > 0) outboxChanged(senders, { files: false }); // in memory: their files did not change
 }
 
 /** Senders wrote to their outboxes (none named: look at every outbox) — read them next pass. */
-function outboxChanged(senders?: string[]): void {
-  if (pending.mark(senders)) actor.send({ type: 'hive.outbox.changed' });
+function outboxChanged(senders?: string[], options?: { files?: boolean }): void {
+  if (pending.mark(senders, options)) actor.send({ type: 'hive.outbox.changed' });
 }
 
 /** Direct links to agent hosts: who lives where, and the port to wake them. */
@@ -109,7 +109,7 @@ const machine = routerMachine.provide({
         root: init.root,
         transport: routing,
         directory: dir,
-        ...(senders ? { senders } : {}),
+        ...(senders ? { senders, light: pending.lightOnes() } : {}),
         settings: { hopCap: settings.hopCap, batchPerSender: settings.batchPerSender },
         onInboxCommitted: (agent) => woken.push(...wakeRecipients([agent])),
         onDelivered: (m, agent, _seq, startedAt) => {
@@ -286,7 +286,9 @@ const api: RouterHostApi = {
     for (const a of agents) hostOfAgent.set(a, hostId);
     port.on('message', (m: RouterLinkMessage) => {
       if (m.type !== 'kick') return;
-      outboxChanged(m.senders);
+      if (!m.commits) return outboxChanged(m.senders);
+      routing.offerCommits?.(m.commits);
+      outboxChanged(m.senders, { files: false });
     });
     // The host's thread ended (a crash, a restart): its wakes go through main until it is linked again.
     port.on('close', () => {

@@ -12,6 +12,7 @@ import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { DEFAULT_ROUTER_SETTINGS, routeOnce } from '../src/router/route.ts';
 import { listInbox } from '../src/queue/inbox.ts';
 import { CommitLogTail, readCommitted, readRouted } from '../src/queue/commit-outbox.ts';
+import type { CommitHint } from '../src/queue/transport.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import type { PersistedAgentContext } from '../machines/agent.ts';
 
@@ -249,5 +250,64 @@ describe('the commit record as the outbox', () => {
     }
     store.close();
     expect(seen).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
+  });
+  it('commits told by their host are taken in order with the lines read from the log, across many wraps: each commit once, with its messages', async () => {
+    const root = await hive();
+    const store = new StateStore(root, 'a', 0, 4096);
+    const tail = new CommitLogTail(root, 'a');
+    let seed = 11;
+    const rand = (n: number) => (seed = (seed * 16807) % 2147483647) % n;
+    const seen: string[] = [];
+    let routed = 1;
+    let told = 0;
+    for (let commit = 1; commit <= 400; ) {
+      const burst = 1 + rand(3);
+      const hints: CommitHint[] = [];
+      for (let k = 0; k < burst && commit <= 400; k++, commit++) {
+        const ctx = { ...context(commit), brainState: { pad: 'x'.repeat(150 + rand(500)) } };
+        const prepared = store.prepare(ctx, [note(commit)]);
+        store.write(prepared);
+        // As the link tells them: not a commit that wrapped (it went to state.json), and at random not at all.
+        if (!prepared.wraps && rand(4) > 0) hints.push({ agent: 'a', commit: prepared.record.commit, end: store.logEnd, messages: prepared.record.lastTurn.messages });
+        else hints.length = 0; // a commit not told breaks the run: the ones after it are not told either
+      }
+      const through = commit - 1;
+      if (hints.length > 0 && tail.accept(hints)) told += hints.length;
+      for (const r of tail.records(through, routed).filter((x) => x.commit <= through && x.commit >= routed)) seen.push(`${r.commit}:${r.lastTurn.messages[0]!.body}`);
+      routed = through + 1;
+    }
+    store.close();
+    expect(seen).toEqual(Array.from({ length: 400 }, (_, i) => `${i + 1}:note ${i + 1}`));
+    expect(told).toBeGreaterThan(50); // the hints were taken, not only the log read
+  });
+
+  it('a commit its host told of is routed without reading the commit log or the committed marker', async () => {
+    const root = await hive();
+    const store = new StateStore(root, 'a', 0);
+    store.append(context(1), [note(1)]);
+    const t = createFsTransport(root);
+    expect((await route(root, t)).delivered.map((d) => d.body)).toEqual(['note 1']); // the first look reads the log
+    const prepared = store.prepare(context(2), [note(2)]);
+    store.write(prepared);
+    // Without its hint this commit is not there for the router: the log is gone, the marker says 1.
+    fs.rmSync(agentPaths(root, 'a').stateWal);
+    fs.writeFileSync(agentPaths(root, 'a').committed, '{"commit":1}\n');
+    t.offerCommits([{ agent: 'a', commit: 2, end: store.logEnd, messages: prepared.record.lastTurn.messages }]);
+    expect((await route(root, t)).delivered.map((d) => d.body)).toEqual(['note 2']);
+    expect(readRouted(root, 'a')).toEqual({ commit: 2, index: 1 });
+    // A hint that does not follow what the router knows is passed by: the marker decides.
+    fs.writeFileSync(agentPaths(root, 'a').committed, '{"commit":2}\n');
+    t.offerCommits([{ agent: 'a', commit: 4, end: 0, messages: [note(4)] }]);
+    expect((await route(root, t)).delivered).toEqual([]);
+    store.close();
+  });
+
+  it('a light look (files: false) leaves the outbox folder unread; a full one reads it', async () => {
+    const root = await hive();
+    const m = note(9);
+    fs.writeFileSync(`${agentPaths(root, 'a').outbox}/${m.id}.json`, JSON.stringify(m));
+    const t = createFsTransport(root);
+    expect(await t.pending('a', undefined, { files: false })).toEqual([]);
+    expect((await t.pending('a')).map((p) => p.message?.id)).toEqual([m.id]);
   });
 });

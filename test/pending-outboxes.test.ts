@@ -90,3 +90,43 @@ describe('router: pending outboxes', () => {
     expect(later).toBe(0); // read once, in the pass after it asked
   });
 });
+
+describe('router: light marks (a commit or a hive.send() told in memory)', () => {
+  it('a light mark reads no files of its sender; a file event for it still counts, and a full mark or a sweep upgrades it', () => {
+    const p = new PendingOutboxes();
+    const all = new Set(['alice', 'bob', 'carol']);
+    p.take(all); // the start's sweep, done
+    expect(p.mark(['alice'], { files: false })).toBe(true);
+    expect(p.due('alice')).toBe(false); // the outbox watcher must not drop alice's file events
+    expect(p.mark(['alice'], { files: false })).toBe(false); // a pass is asked for already
+    expect([...p.take(all)]).toEqual(['alice']);
+    expect([...p.lightOnes()]).toEqual(['alice']);
+
+    // A file event after the light mark: the same pass, files read.
+    expect(p.mark(['bob'], { files: false })).toBe(true);
+    expect(p.mark(['bob'])).toBe(false); // no second request: the pass asked for will read it
+    expect(p.due('bob')).toBe(true);
+    expect(p.mark(['bob'], { files: false })).toBe(false); // and it stays a full look
+    expect([...p.take(all)]).toEqual(['bob']);
+    expect([...p.lightOnes()]).toEqual([]);
+
+    // A sender still waiting in a sweep is read whole, however it asked.
+    const q = new PendingOutboxes({ sweepSlice: 1 });
+    q.take(new Set()); // the start's sweep, over nobody
+    q.mark(); // every outbox
+    expect([...q.take(all)]).toEqual(['alice']); // a slice of one; bob and carol wait in the sweep
+    expect(q.mark(['carol'], { files: false })).toBe(true);
+    expect([...q.take(all)].sort()).toEqual(['bob', 'carol']); // carol out of the sweep: not light
+    expect([...q.lightOnes()]).toEqual([]);
+  });
+
+  it('the poll reads the folder of a sender due only lightly', () => {
+    const p = new PendingOutboxes({ pollSlice: 2 });
+    const all = new Set(['a', 'b', 'c', 'd']);
+    p.take(all);
+    p.mark(['a'], { files: false });
+    expect(p.poll(all)).toBe(true); // a and b join the sweep
+    expect([...p.take(all)].sort()).toEqual(['a', 'b']);
+    expect([...p.lightOnes()]).toEqual([]); // a was in the sweep: read whole
+  });
+});

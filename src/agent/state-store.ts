@@ -177,6 +177,11 @@ export class StateStore implements Reopenable {
     return this.write(this.prepare(next, messages, session));
   }
 
+  /** Where the log's newest line ends: where the next commit goes (0 after a checkpoint). */
+  get logEnd(): number {
+    return this.offset;
+  }
+
   private written(record: StateFile): StateFile {
     const count = record.lastTurn.messages.length;
     if (count > 0) this.emitted = { commit: record.commit, index: count };

@@ -4,6 +4,7 @@ import { readJsonFile } from '../fs/atomic.ts';
 import { MarkerFile, readMarker } from '../fs/marker.ts';
 import { readRegularFile } from '../fs/regular-file.ts';
 import type { HiveMessage } from '../protocol/message.ts';
+import type { CommitHint } from './transport.ts';
 import { decodeCommitLines, decodeCommitLinesAt, decodeCommitRun, type StateFile } from '../agent/state-store.ts';
 import { openRegular } from '../fs/regular-file.ts';
 
@@ -70,6 +71,9 @@ export function isAfter(a: RoutedMark, b: RoutedMark): boolean {
   return a.commit > b.commit || (a.commit === b.commit && a.index > b.index);
 }
 
+/** What routing needs of a commit record: its number and the messages its turn emitted. */
+export type RoutableCommit = { commit: number; lastTurn: { messages: HiveMessage[] } };
+
 export interface CommittedMessage {
   /** `@<commit>.<index>`: the ref the router settles. */
   ref: string;
@@ -116,15 +120,41 @@ export class CommitLogTail {
   private offset = 0;
   private last = -1;
   /** Records read and not fully routed yet (commit ≥ the routed mark's). */
-  private kept: StateFile[] = [];
+  private kept: RoutableCommit[] = [];
 
   constructor(
     private readonly root: string,
     private readonly agentId: string,
   ) {}
 
+  /** The newest commit read (or told of), -1 before the first read. */
+  get newest(): number {
+    return this.last;
+  }
+
+  /**
+   * Takes commits as their writer told of them (Transport.offerCommits) instead of reading
+   * their lines: each must follow the newest one known (those known already are passed
+   * by), and its `end` is where the next read goes on. Returns false when none followed
+   * (the next `records` reads the log). Never before a first read: that read takes the
+   * checkpoint too.
+   */
+  accept(hints: readonly CommitHint[]): boolean {
+    if (this.last < 0) return false;
+    let took = false;
+    for (const h of hints) {
+      if (h.commit <= this.last) continue;
+      if (h.commit !== this.last + 1) break;
+      this.kept.push({ commit: h.commit, lastTurn: { messages: h.messages } });
+      this.offset = h.end;
+      this.last = h.commit;
+      took = true;
+    }
+    return took;
+  }
+
   /** The records not fully routed (commit ≥ `routedCommit`), as far as the log holds them. */
-  records(through: number, routedCommit: number): StateFile[] {
+  records(through: number, routedCommit: number): RoutableCommit[] {
     this.kept = this.kept.filter((r) => r.commit >= routedCommit);
     if (this.last >= 0 && through <= this.last) return this.kept;
     if (this.last >= 0) {
@@ -201,7 +231,7 @@ export class CommitLogTail {
 }
 
 /** The messages of commits after `after` and at most `through`, in order. */
-export function unroutedMessages(records: StateFile[], after: RoutedMark, through: number, limit = Infinity): CommittedMessage[] {
+export function unroutedMessages(records: readonly RoutableCommit[], after: RoutedMark, through: number, limit = Infinity): CommittedMessage[] {
   const out: CommittedMessage[] = [];
   for (const r of records) {
     if (r.commit < after.commit || r.commit > through) continue;

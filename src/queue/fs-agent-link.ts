@@ -6,7 +6,7 @@ import { spillUnrouted } from '../agent/spill.ts';
 import { commitCursor, mirrorCursorAsync } from './cursor.ts';
 import { isAfter, readRouted } from './commit-outbox.ts';
 import { InboxReader, lastInboxSeq, type InboxEntry } from './inbox.ts';
-import type { AgentLink, RestoredAgent } from './transport.ts';
+import type { AgentLink, CommitHint, RestoredAgent } from './transport.ts';
 import { HiveError } from '../errors.ts';
 import { SYNCED_NAME } from './inbox-log.ts';
 import { agentPaths } from '../layout/paths.ts';
@@ -31,6 +31,9 @@ export interface FsAgentLinkOptions {
 
 /** How long after a commit `cursor.json` (a mirror for people and tools) is rewritten. */
 const MIRROR_DELAY_MS = 250;
+
+/** At most this many commits are told to the router at once (it reads the rest). */
+const MAX_HINTS = 256;
 
 /** How long a commit about to wrap the log waits for the router to read it (then spills). */
 const WRAP_WAIT_MS = 1_000;
@@ -71,6 +74,7 @@ export class FsAgentLink implements AgentLink {
   async restore(options: { madeNow?: boolean } = {}): Promise<RestoredAgent> {
     const restored = options.madeNow ? freshAgent(this.agentId) : restoreAgentState(this.root, this.agentId);
     this.store?.close();
+    this.hints = null;
     // Before a checkpoint lets the log be written over, what the router has not routed yet
     // is written out as outbox files (src/agent/spill.ts), unless it is known to be routed.
     this.store = new StateStore(this.root, this.agentId, restored.commit, undefined, () => {
@@ -98,12 +102,30 @@ export class FsAgentLink implements AgentLink {
       if (!this.store) throw new HiveError('E_CONFLICT', `The link of agent "${this.agentId}" was closed during a commit`);
     }
     const record = this.store.write(prepared);
+    // A wrap wrote the commit to state.json and the log starts over: the router reads it.
+    if (prepared.wraps || (this.hints && this.hints.length >= MAX_HINTS)) this.hints = null;
+    else this.hints?.push({ agent: this.agentId, commit: record.commit, end: this.store.logEnd, messages });
     this.cursor = context.cursor;
     this.mirror ??= unref(setTimeout(() => this.mirrorCursorSoon(), MIRROR_DELAY_MS));
     return record.commit;
   }
 
   private waitedForRouter = false;
+
+  /** The commits since the last `takeCommitHints`, in order; null when one of them is not told (a wrap) or none was taken yet. */
+  private hints: CommitHint[] | null = null;
+
+  /**
+   * The commits made since the last call, for the router (Transport.offerCommits), which
+   * then routes their messages without reading them back from the log; null when they
+   * cannot all be told (the first call, a checkpoint in between, too many): the router
+   * reads the log and the agent's files.
+   */
+  takeCommitHints(): CommitHint[] | null {
+    const hints = this.hints;
+    this.hints = [];
+    return hints;
+  }
 
   /**
    * Whether the router has yet to route messages this agent committed (its mark in

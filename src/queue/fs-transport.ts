@@ -10,7 +10,7 @@ import { encodeMessage, markSent, readOutbox, writeOutboxAsync } from './outbox.
 import { committedCursor } from './committed-cursor.ts';
 import { FsAgentLink, sharedTimer } from './fs-agent-link.ts';
 import { deadLetterData, deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
-import type { DeliverOptions, PendingItem, Transport } from './transport.ts';
+import type { CommitHint, DeliverOptions, PendingItem, PendingOptions, Transport } from './transport.ts';
 import { SendLogSource, parseSendRef } from './send-log.ts';
 import { CommitLogTail, isAfter, MarkWriter, parseCommitRef, readCommitted, readRouted, unroutedMessages, type RoutedMark } from './commit-outbox.ts';
 
@@ -29,6 +29,9 @@ export interface FsTransportOptions {
 export interface FsTransport extends Transport {
   /** Tells the links of these agents (opened by this instance) that there may be work. */
   notify(agents: Iterable<string>): void;
+  offerCommits(hints: CommitHint[]): void;
+  /** The commits an agent's link made since the last call, for the router (FsAgentLink.takeCommitHints). */
+  takeCommitHints(agent: string): CommitHint[] | null;
 }
 
 /**
@@ -60,8 +63,24 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     return r;
   };
   const tails = new Map<string, CommitLogTail>();
+  /** Commits their hosts told of (offerCommits), by agent, not taken by a pass yet. */
+  const offered = new Map<string, CommitHint[]>();
+  /**
+   * The newest durable commit of `sender`: the last of the commits its host told of when
+   * they continue what the log's reader holds (no marker read), else its `committed` marker.
+   */
+  const committedThrough = (sender: string): number => {
+    const hints = offered.get(sender);
+    if (!hints) return readCommitted(root, sender);
+    offered.delete(sender);
+    const tail = tails.get(sender);
+    const routedCommit = routedOf(sender).commit;
+    // Past the routed mark only: below it the marker decides (a stale one, or a log that went back).
+    if (tail && hints.at(-1)!.commit > routedCommit && tail.accept(hints)) return tail.newest;
+    return readCommitted(root, sender);
+  };
   const fromCommits = (sender: string, limit: number): PendingItem[] => {
-    const through = readCommitted(root, sender);
+    const through = committedThrough(sender);
     // `committed` below the routed mark: either the marker is stale (neither it nor `routed`
     // is flushed, so a power cut can leave them so, until the agent's next start marks what
     // it restored) or the agent's log went back: its state.wal was deleted or replaced (by
@@ -94,6 +113,16 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
   };
   // The supervisor's send log (src/queue/send-log.ts): what hive.send() accepted.
   const sendLog = new SendLogSource(root);
+  /** At most this many hints wait per agent (a router far behind reads the log instead). */
+  const HINTS_CAP = 256;
+  const offerCommits = (hints: CommitHint[]) => {
+    for (const h of hints) {
+      const list = offered.get(h.agent) ?? [];
+      if (list.length >= HINTS_CAP) list.splice(0, list.length);
+      list.push(h);
+      offered.set(h.agent, list);
+    }
+  };
   const fromSendLog = (sender: string, limit: number): PendingItem[] =>
     sendLog.pending(sender, limit).map((i) => {
       if (i.message) {
@@ -123,9 +152,9 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     async send(messages: HiveMessage[]) {
       await writeOutboxAsync(root, messages);
     },
-    async pending(sender: string, limit?: number): Promise<PendingItem[]> {
+    async pending(sender: string, limit?: number, pendingOptions?: PendingOptions): Promise<PendingItem[]> {
       const committed = fromCommits(sender, limit ?? Infinity);
-      if (limit !== undefined && committed.length >= limit) return committed;
+      if ((limit !== undefined && committed.length >= limit) || pendingOptions?.files === false) return committed;
       committed.push(...fromSendLog(sender, limit === undefined ? Infinity : limit - committed.length));
       const left = limit === undefined ? undefined : limit - committed.length;
       if (left !== undefined && left <= 0) return committed;
@@ -210,6 +239,8 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
       return link;
     },
     notify,
+    offerCommits,
+    takeCommitHints: (agent: string) => links.get(agent)?.takeCommitHints() ?? null,
     close() {
       for (const l of [...links.values()]) l.close();
       marks.close();

@@ -19,7 +19,7 @@ export interface Transport {
   /** Durably accepts messages from their senders. Resolves only when on stable storage. */
   send(messages: HiveMessage[]): Promise<void>;
   /** Items a sender has sent that are not routed yet, in the order they were sent. */
-  pending(sender: string, limit?: number): Promise<PendingItem[]>;
+  pending(sender: string, limit?: number, options?: PendingOptions): Promise<PendingItem[]>;
   /** Marks routed items so `pending` no longer returns them. */
   settle(sender: string, refs: string[]): Promise<void>;
   /** Moves one pending item to the dead-letter store with its reason. */
@@ -50,8 +50,36 @@ export interface Transport {
   depth(recipient: string): Promise<number>;
   /** The agent's side of the transport: what its actor reads, commits and waits on. */
   agent(id: string): AgentLink;
+  /**
+   * Optional, the router's side: an agent's commits as its host saw them right after they
+   * became durable (a hint: the commit record stays the truth, and a transport may ignore
+   * it). The filesystem's router then routes their messages without reading the commit log.
+   */
+  offerCommits?(hints: CommitHint[]): void;
   /** Lets go of what the transport holds open (files, connections, the links it opened). */
   close(): void;
+}
+
+/** What a look at a sender's pending items may leave out. */
+export interface PendingOptions {
+  /**
+   * False: the sender's files (outbox folder, send log) are known unchanged since the last
+   * look (the pass was asked for by a commit or a `hive.send()` only, and every file
+   * written comes with a kick or a file event of its own), so they need not be read.
+   */
+  files?: boolean;
+}
+
+/**
+ * One durable commit of an agent, told to the router (Transport.offerCommits) by the host
+ * that wrote it: its number, where its line in the agent's commit log ends, its messages.
+ */
+export interface CommitHint {
+  agent: string;
+  commit: number;
+  /** Byte offset in the commit log (`state.wal`) just past the commit's line. */
+  end: number;
+  messages: HiveMessage[];
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { HiveMessage } from '../protocol/message.ts';
-import type { PendingItem, Transport } from '../queue/transport.ts';
+import type { PendingItem, PendingOptions, Transport } from '../queue/transport.ts';
 import type { DeadLetterReason } from '../queue/dead-letter.ts';
 
 /**
@@ -78,12 +78,12 @@ export class Ingress {
    * here are still routed, and `onSourceError` is told why the rest is not.
    */
   over(inner: Transport, onSourceError: (sender: string, error: unknown) => void): Transport {
-    const pending = async (sender: string, limit?: number): Promise<PendingItem[]> => {
+    const pending = async (sender: string, limit?: number, options?: PendingOptions): Promise<PendingItem[]> => {
       const q = this.bySender.get(sender);
-      if (!q) return inner.pending(sender, limit);
+      if (!q) return inner.pending(sender, limit, options);
       let items: PendingItem[];
       try {
-        items = await inner.pending(sender, limit);
+        items = await inner.pending(sender, limit, options);
       } catch (err) {
         onSourceError(sender, err);
         items = [];
@@ -122,6 +122,7 @@ export class Ingress {
       cursor: (to) => inner.cursor(to),
       depth: (to) => inner.depth(to),
       agent: (id) => inner.agent(id),
+      ...(inner.offerCommits ? { offerCommits: (hints) => inner.offerCommits!(hints) } : {}),
       close: () => inner.close(),
     };
   }

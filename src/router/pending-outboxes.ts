@@ -10,6 +10,11 @@
  * sender already queued; dropping them spares a stat and an XState event each (a large
  * share of the router thread at saturation, in a --cpu-prof profile).
  *
+ * A mark may be light (`files: false`): the sender asked because of a commit or a
+ * `hive.send()` the router was told of, so the pass need not read its outbox folder and send
+ * log (src/queue/transport.ts, PendingOptions). Folder events are never dropped for a
+ * sender due only lightly (`due`), and a sweep or the poll always reads the folder.
+ *
  * Cost grows with traffic, not with the hive's size (docs/architecture.md, "Idle agents
  * cost nothing"): a sweep of every outbox is read `sweepSlice` senders per pass, with the
  * senders that asked always in the next pass, so a request sent while a start's sweep of
@@ -31,8 +36,10 @@ export interface PendingOutboxesOptions {
 }
 
 export class PendingOutboxes {
-  /** Senders that asked (kicks, file events, unfinished batches). */
-  private asked = new Set<string>();
+  /** Senders that asked (kicks, file events, unfinished batches): true when their files must be read too. */
+  private asked = new Map<string, boolean>();
+  /** The senders of the last `take` whose files need no look. */
+  private light = new Set<string>();
   /** True until a pass expands "every outbox" into `sweep` (it needs the directory). */
   private sweepAll = true;
   /** Senders of a sweep not read yet, in order. */
@@ -49,9 +56,9 @@ export class PendingOutboxes {
     this.pollSlice = options.pollSlice ?? 512;
   }
 
-  /** True when the next pass reads `sender`'s outbox without being asked again. */
+  /** True when the next pass reads `sender`'s outbox folder without being asked again. */
   due(sender: string): boolean {
-    return this.asked.has(sender);
+    return this.asked.get(sender) === true;
   }
 
   /**
@@ -61,16 +68,18 @@ export class PendingOutboxes {
    * outboxes, or the safety poll's share of them, is hundreds of passes; a request whose
    * sender or reply-writer waited in one took 150–350 ms right after a start, bench:scale).
    */
-  mark(senders?: readonly string[]): boolean {
+  mark(senders?: readonly string[], options: { files?: boolean } = {}): boolean {
     if (!senders) {
       this.sweepAll = true;
       return true;
     }
+    const files = options.files !== false;
     let added = false;
     for (const s of senders) {
-      if (this.asked.has(s)) continue;
-      this.asked.add(s);
-      added = true;
+      const was = this.asked.get(s);
+      if (was === undefined) added = true;
+      else if (was || !files) continue; // due already (a pass was asked for when it became due)
+      this.asked.set(s, files);
     }
     return added;
   }
@@ -86,7 +95,7 @@ export class PendingOutboxes {
     let added = false;
     for (let i = 0; i < this.pollSlice; i++) {
       const id = ids[(this.pollAt + i) % ids.length]!;
-      if (this.sweepAll || this.asked.has(id) || this.sweep.has(id)) continue;
+      if (this.sweepAll || this.asked.get(id) === true || this.sweep.has(id)) continue;
       this.sweep.add(id);
       added = true;
     }
@@ -96,12 +105,17 @@ export class PendingOutboxes {
 
   /** Queues senders a pass left unfinished (the pass itself goes again: no request). */
   keep(senders: readonly string[]): void {
-    for (const s of senders) this.asked.add(s);
+    for (const s of senders) this.asked.set(s, true);
   }
 
   /** True while a sweep has senders left: the pass that took a slice must go again. */
   sweeping(): boolean {
     return this.sweepAll || this.sweep.size > 0;
+  }
+
+  /** The senders of the last `take` that asked only lightly: their files need no look this pass. */
+  lightOnes(): ReadonlySet<string> {
+    return this.light;
   }
 
   /** What a pass begins with: the senders that asked, and the next slice of a sweep over `all` (a small one beside senders that asked). */
@@ -110,9 +124,14 @@ export class PendingOutboxes {
       this.sweepAll = false;
       for (const s of all) this.sweep.add(s);
     }
-    const taken = this.asked;
-    this.asked = new Set();
-    for (const s of taken) this.sweep.delete(s);
+    const taken = new Set<string>();
+    this.light = new Set();
+    for (const [s, files] of this.asked) {
+      taken.add(s);
+      // One the sweep was still to read is read whole, files too.
+      if (!this.sweep.delete(s) && !files) this.light.add(s);
+    }
+    this.asked = new Map();
     const slice = taken.size > 0 ? this.busySweepSlice : this.sweepSlice;
     let n = 0;
     for (const s of this.sweep) {

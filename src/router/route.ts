@@ -142,6 +142,8 @@ export interface RouteContext {
   settings: RouterSettings;
   /** Senders to scan; all agent folders when omitted. */
   senders?: Iterable<string>;
+  /** Senders whose files (outbox folder, send log) need no look this pass (PendingOptions.files). */
+  light?: ReadonlySet<string>;
   /** Who can receive (default: read from disk). */
   directory?: AgentDirectory;
   /** Observe each message handed to an inbox (telemetry, latency); `startedAt` is when its inbox write began (epoch ms). */
@@ -224,7 +226,7 @@ async function routeInto(report: RouteReport, ctx: RouteContext): Promise<void> 
 
   for (const sender of ctx.senders ?? dir.senders) {
     if (!dir.senders.has(sender)) continue;
-    const items = await alone(sender, () => transport.pending(sender, settings.batchPerSender));
+    const items = await alone(sender, () => transport.pending(sender, settings.batchPerSender, ctx.light?.has(sender) ? { files: false } : undefined));
     if (!items) continue;
     if (items.length >= settings.batchPerSender) {
       report.more = true;
