@@ -146,7 +146,11 @@ const api: AgentHostApi = {
     routerPort?.close();
     routerPort = port;
     port.on('message', (m: RouterLinkMessage) => {
-      if (m.type === 'wake') transport.notify(m.agents);
+      if (m.type !== 'wake') return;
+      if (!m.deliveries || !transport.offerDeliveries) return transport.notify(m.agents);
+      transport.offerDeliveries(m.deliveries); // wakes those agents
+      const told = new Set(m.deliveries.map((d) => d.agent));
+      transport.notify(m.agents.filter((a) => !told.has(a)));
     });
     port.unref();
   },

@@ -14,6 +14,7 @@ import { beginWorker, exposeWorker, untilStopped, watchActor } from '../src/work
 import { coalescedStateReport } from '../src/worker/state-report.ts';
 import type { HiveMessage } from '../src/protocol/message.ts';
 import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
+import type { DeliveryHint } from '../src/queue/transport.ts';
 import { routerMachine } from '../machines/router.ts';
 import { GOD_ID } from '../src/protocol/agent-id.ts';
 import { openHostTransport } from '../src/queue/open-transport.ts';
@@ -45,6 +46,7 @@ const transport = await openHostTransport(init.root, init.cluster, {
   doneCap: settings.doneCap,
   isRecipient: (id) => directory().all.has(id),
   isLocal: runsHere,
+  tellDeliveries: !init.cluster, // one machine: the wakes carry what was delivered
 });
 /** This worker's own tracer provider (null: telemetry off, no SDK loaded). */
 const telemetry = await startWorkerTelemetry(init.telemetry);
@@ -83,16 +85,19 @@ function outboxChanged(senders?: string[], options?: { files?: boolean }): void 
 const links = new Map<string, { port: MessagePort; agents: Set<string> }>();
 const hostOfAgent = new Map<string, string>();
 
-/** Wakes the agents whose hosts have a direct channel; returns the ones it woke. */
+/** Wakes the agents whose hosts have a direct channel, with what was delivered to them; returns the ones it woke (the others read their inbox). */
 function wakeRecipients(agents: string[]): string[] {
-  const byHost = new Map<string, string[]>();
+  const byHost = new Map<string, { agents: string[]; deliveries: DeliveryHint[] }>();
   for (const a of agents) {
+    const told = routing.takeDeliveries?.(a) ?? [];
     const h = hostOfAgent.get(a);
     if (!h || !links.has(h)) continue;
-    byHost.set(h, [...(byHost.get(h) ?? []), a]);
+    const wake = byHost.get(h) ?? byHost.set(h, { agents: [], deliveries: [] }).get(h)!;
+    wake.agents.push(a);
+    wake.deliveries.push(...told);
   }
-  for (const [h, ids] of byHost) links.get(h)!.port.postMessage({ type: 'wake', agents: ids } satisfies RouterLinkMessage);
-  return [...byHost.values()].flat();
+  for (const [h, { agents: ids, deliveries }] of byHost) links.get(h)!.port.postMessage({ type: 'wake', agents: ids, ...(deliveries.length > 0 && { deliveries }) } satisfies RouterLinkMessage);
+  return [...byHost.values()].flatMap((w) => w.agents);
 }
 
 const machine = routerMachine.provide({
@@ -286,9 +291,8 @@ const api: RouterHostApi = {
     for (const a of agents) hostOfAgent.set(a, hostId);
     port.on('message', (m: RouterLinkMessage) => {
       if (m.type !== 'kick') return;
-      if (!m.commits) return outboxChanged(m.senders);
-      routing.offerCommits?.(m.commits);
-      outboxChanged(m.senders, { files: false });
+      if (m.commits) routing.offerCommits?.(m.commits);
+      outboxChanged(m.senders, { files: !m.commits }); // a kick with its commits: no file changed
     });
     // The host's thread ended (a crash, a restart): its wakes go through main until it is linked again.
     port.on('close', () => {

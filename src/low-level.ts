@@ -8,7 +8,7 @@ export { hivePaths, agentPaths, type HivePaths, type AgentPaths } from './layout
 export { createFsTransport, type FsTransport, type FsTransportOptions } from './queue/fs-transport.ts';
 export { createJetStreamTransport, type JetStreamTransport, type JetStreamTransportOptions } from './queue/jetstream-transport.ts';
 export { writeOutbox, writeOutboxAsync, FLUSHED_MESSAGE_MODE } from './queue/outbox.ts';
-export type { Transport, PendingItem, DeliverOptions, AgentLink, RestoredAgent, ConversationStore } from './queue/transport.ts';
+export type { Transport, PendingItem, PendingOptions, DeliverOptions, CommitHint, DeliveryHint, AgentLink, RestoredAgent, ConversationStore } from './queue/transport.ts';
 export type { ConversationReplica } from './session/replica.ts';
 export type { FencedFiles, FencedValue } from './queue/jetstream-files.ts';
 export type { PersistedAgentContext } from '../machines/agent.ts';

@@ -12,7 +12,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { BrainSpec } from '../config/schema.ts';
 import type { DurableTimer } from './timer.ts';
 import type { HiveMessage } from './message.ts';
-import type { CommitHint } from '../queue/transport.ts';
+import type { CommitHint, DeliveryHint } from '../queue/transport.ts';
 import type { MachineView } from './machine-view.ts';
 import type { WorkerTelemetryInit } from '../telemetry/worker.ts';
 import type { RestoreMode, SessionCaps } from '../session/types.ts';
@@ -120,9 +120,10 @@ export interface ActorInfo {
  * supervisor hands to both): the router wakes the recipients of a delivery, the host
  * tells the router whose outbox changed. Saves a hop through the main thread each way.
  * A kick with `commits`: only those commits changed (told as hints, Transport.offerCommits),
- * none of the senders' files.
+ * none of the senders' files. A wake with `deliveries`: what was delivered to its agents
+ * (Transport.takeDeliveries); an agent woken without any reads its inbox.
  */
-export type RouterLinkMessage = { type: 'wake'; agents: string[] } | { type: 'kick'; senders: string[]; commits?: CommitHint[] };
+export type RouterLinkMessage = { type: 'wake'; agents: string[]; deliveries?: DeliveryHint[] } | { type: 'kick'; senders: string[]; commits?: CommitHint[] };
 
 /**
  * The supervisor's main thread → the router, over a channel of their own: kicks (`senders`

@@ -6,7 +6,7 @@ import { spillUnrouted } from '../agent/spill.ts';
 import { commitCursor, mirrorCursorAsync } from './cursor.ts';
 import { isAfter, readRouted } from './commit-outbox.ts';
 import { InboxReader, lastInboxSeq, type InboxEntry } from './inbox.ts';
-import type { AgentLink, CommitHint, RestoredAgent } from './transport.ts';
+import type { AgentLink, CommitHint, DeliveryHint, RestoredAgent } from './transport.ts';
 import { HiveError } from '../errors.ts';
 import { SYNCED_NAME } from './inbox-log.ts';
 import { agentPaths } from '../layout/paths.ts';
@@ -179,8 +179,15 @@ export class FsAgentLink implements AgentLink {
     return lastInboxSeq(this.root, this.agentId) > afterSeq;
   }
 
-  /** Tells the listeners there may be work (a delivery, the router's wake). */
+  /** Tells the listeners there may be work (a delivery, the router's wake, the poll): the next fetch reads the inbox. */
   notify(): void {
+    this.reader.lookAgain();
+    for (const l of this.listeners) l();
+  }
+
+  /** A batch delivered to this agent, as the router told it (Transport.takeDeliveries): the next fetch may take it from here. */
+  offer(hint: DeliveryHint): void {
+    this.reader.offer(hint);
     for (const l of this.listeners) l();
   }
 

@@ -10,7 +10,7 @@ import { encodeMessage, markSent, readOutbox, writeOutboxAsync } from './outbox.
 import { committedCursor } from './committed-cursor.ts';
 import { FsAgentLink, sharedTimer } from './fs-agent-link.ts';
 import { deadLetterData, deadLetterFile, type DeadLetterReason } from './dead-letter.ts';
-import type { CommitHint, DeliverOptions, PendingItem, PendingOptions, Transport } from './transport.ts';
+import type { CommitHint, DeliverOptions, DeliveryHint, PendingItem, PendingOptions, Transport } from './transport.ts';
 import { SendLogSource, parseSendRef } from './send-log.ts';
 import { CommitLogTail, isAfter, MarkWriter, parseCommitRef, readCommitted, readRouted, unroutedMessages, type RoutedMark } from './commit-outbox.ts';
 
@@ -23,6 +23,8 @@ export interface FsTransportOptions {
   segmentBytes?: InboxWriterOptions['segmentBytes'];
   /** How often an agent's link looks for work it was not told of (ms, default 2000). */
   pollMs?: number;
+  /** Keep what each delivery appended for `takeDeliveries` (the router's transport, whose wakes carry them). */
+  tellDeliveries?: boolean;
 }
 
 /** The filesystem transport, and how the process that hosts agents passes on a wake. */
@@ -32,6 +34,9 @@ export interface FsTransport extends Transport {
   offerCommits(hints: CommitHint[]): void;
   /** The commits an agent's link made since the last call, for the router (FsAgentLink.takeCommitHints). */
   takeCommitHints(agent: string): CommitHint[] | null;
+  takeDeliveries(recipient: string): DeliveryHint[];
+  /** The agent side: batches delivered to agents of this host, as the router told them; their links read them from here and hear of work. */
+  offerDeliveries(hints: DeliveryHint[]): void;
 }
 
 /**
@@ -48,7 +53,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
   const readers = new Map<string, InboxReader>();
   const writerOf = (id: string) => {
     let w = writers.get(id);
-    if (!w) writers.set(id, (w = new InboxWriter(root, id, { doneCap, ...(options.segmentBytes ? { segmentBytes: options.segmentBytes } : {}) })));
+    if (!w) writers.set(id, (w = new InboxWriter(root, id, { doneCap, tell: options.tellDeliveries === true, ...(options.segmentBytes ? { segmentBytes: options.segmentBytes } : {}) })));
     return w;
   };
   // The commit records as outboxes (src/queue/commit-outbox.ts): where routing stands per
@@ -241,6 +246,10 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     notify,
     offerCommits,
     takeCommitHints: (agent: string) => links.get(agent)?.takeCommitHints() ?? null,
+    takeDeliveries: (recipient: string) => writers.get(recipient)?.takeTold() ?? [],
+    offerDeliveries(hints: DeliveryHint[]) {
+      for (const h of hints) links.get(h.agent)?.offer(h);
+    },
     close() {
       for (const l of [...links.values()]) l.close();
       marks.close();

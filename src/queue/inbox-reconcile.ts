@@ -4,7 +4,9 @@ import { agentPaths } from '../layout/paths.ts';
 import { isRealDirectory } from '../fs/regular-file.ts';
 import { MarkerFile } from '../fs/marker.ts';
 import { appendEvent } from '../log/event-log.ts';
-import { decodeEntryLine, isRealSegment, listSegments, readSegmentFrom, readSynced, splitLines, SYNCED_NAME } from './inbox-log.ts';
+import { decodeEntryLine, isRealSegment, listSegments, readSegmentFrom, readSynced, splitLines, SYNCED_NAME, type ScannedLine, type Segment } from './inbox-log.ts';
+import { deadLetterData } from './dead-letter.ts';
+import { syncFdAsync } from '../fs/atomic.ts';
 
 /**
  * Start-up recovery of one inbox log, before any router runs (supervisor start): when the
@@ -61,4 +63,42 @@ function endsWithSeq(file: string, seq: number, where: string): boolean {
   const start = tail.lastIndexOf(10, tail.length - 2) + 1;
   if (start === 0 && tail.length === TAIL_BYTES) return false; // a line longer than the tail read
   return decodeEntryLine(tail.toString('utf8', start, tail.length - 1), seq, where).ok;
+}
+
+/**
+ * Opening an inbox's last segment for the writer (InboxWriter's recovery): cuts what follows
+ * its last valid line (whole lines of junk kept in dead-letter/ first, a half line is a
+ * write cut short; both logged) and flushes it. Returns its descriptor, where the valid
+ * lines end and the last one's seq.
+ */
+export async function recoverTail(root: string, agentId: string, label: string, seg: Segment, lines: ScannedLine[]): Promise<{ fd: number; end: number; seq: number }> {
+  let end = 0;
+  let seq = seg.first - 1;
+  // The valid prefix ends at the last line that checks; anything after it is a torn write.
+  for (let i = lines.length - 1; i >= 0; i--) {
+    if (decodeEntryLine(lines[i]!.text, lines[i]!.seq, seg.name).ok) {
+      end = lines[i]!.end;
+      seq = lines[i]!.seq;
+      break;
+    }
+  }
+  const fd = fs.openSync(seg.file, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW);
+  const size = fs.fstatSync(fd).size;
+  if (size > end) {
+    const tail = readSegmentFrom(seg.file, end, seg.name);
+    const whole = tail.lastIndexOf(10) + 1; // bytes of complete lines in the tail
+    if (whole > 0) {
+      // Whole lines that are not entries: written by hand, or garbled by the disk. Kept.
+      deadLetterData(root, `at-${end}-of-${agentId}-${seg.name}`, tail.toString('utf8', 0, whole), {
+        error: `${whole} bytes at the end of agents/${agentId}/inbox/${seg.name} are lines that are not valid entries: moved here and cut off the log`,
+        code: 'E_BAD_MESSAGE',
+        source: `${label}/${seg.name}`,
+      }, { exactName: true });
+    }
+    // Bytes after the last newline are a write cut short (the router's retry writes it again).
+    fs.ftruncateSync(fd, end);
+    appendEvent(root, { type: 'inbox.tail-cut', agent: agentId, segment: seg.name, bytes: size - end, junk: whole });
+  }
+  await syncFdAsync(fd, true); // a killed router's last batch may still be only in the page cache
+  return { fd, end, seq };
 }

@@ -4,6 +4,7 @@ import { agentPaths } from '../layout/paths.ts';
 import { fsyncDirAsync, syncFd, syncFdAsync } from '../fs/atomic.ts';
 import { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
+import { ToldBatches, type DeliveryHint } from './told-deliveries.ts';
 import { isRealDirectory } from '../fs/regular-file.ts';
 import { MarkerFile } from '../fs/marker.ts';
 import { openFiles, type Reopenable } from '../fs/open-files.ts';
@@ -12,7 +13,7 @@ import { appendEvent } from '../log/event-log.ts';
 import { crashPoint } from '../testing/crash-point.ts';
 import { plantActive } from '../testing/seams.ts';
 import { committedCursor } from './committed-cursor.ts';
-import { deadLetterData } from './dead-letter.ts';
+import { recoverTail } from './inbox-reconcile.ts';
 import { decodeEntryLine, encodeEntryLine, isRealSegment, listSegments, readSegmentFrom, segmentName, splitLines, SYNCED_NAME, type Segment } from './inbox-log.ts';
 
 /**
@@ -49,6 +50,8 @@ export interface InboxWriterOptions {
    * agent's committed cursor.
    */
   place?: LogPlace;
+  /** Keep each batch appended for `takeTold` (the router's writers: their batches are told to the readers' hosts). */
+  tell?: boolean;
 }
 
 export interface LogPlace {
@@ -93,7 +96,10 @@ export class InboxWriter implements Reopenable {
     this.segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
     this.doneCap = options.doneCap ?? DEFAULT_DONE_CAP;
     this.synced = new MarkerFile(path.join(this.dir, SYNCED_NAME), 64);
+    this.told = options.tell ? new ToldBatches(agentId) : null;
   }
+
+  private readonly told: ToldBatches | null;
 
   /**
    * Appends a batch; one at a time per inbox (calls queue behind each other).
@@ -146,8 +152,10 @@ export class InboxWriter implements Reopenable {
         outcomes.push({ id: m.id, status: 'delivered', seq });
       }
       if (fresh.length === 0) return outcomes;
-      const data = Buffer.from(fresh.map((f) => encodeEntryLine(f.seq, f.message)).join(''));
+      const lines = fresh.map((f) => encodeEntryLine(f.seq, f.message));
+      const data = Buffer.from(lines.join(''));
       if (this.fd === null || (this.size > 0 && this.size + data.length > this.segmentBytes)) this.roll(fresh[0]!.seq);
+      const start = this.size;
       writeAll(this.fd!, data, this.size);
       openFiles.used(this);
       this.size += data.length;
@@ -158,11 +166,18 @@ export class InboxWriter implements Reopenable {
       this.lastSeq = seq;
       for (const f of fresh) this.remember(f.message.id);
       this.synced.writeFollowing({ seq });
+      const segment = this.segments.at(-1)?.file;
+      if (segment) this.told?.add(segment, start, lines, fresh);
       return outcomes;
     } catch (err) {
       this.close(); // what is on disk is the truth: the next batch opens (recovers) again
       throw err;
     }
+  }
+
+  /** The batches appended (durably) since the last call, oldest first (none unless `tell`). */
+  takeTold(): DeliveryHint[] {
+    return this.told?.take() ?? [];
   }
 
   private async flush(): Promise<void> {
@@ -236,7 +251,8 @@ export class InboxWriter implements Reopenable {
         const d = decodeEntryLine(l.text, l.seq, seg.name);
         if (d.ok) this.remember(d.message.id);
       }
-      if (seg === last) await this.recoverTail(seg, lines);
+      if (seg !== last) continue;
+      ({ fd: this.fd, end: this.size, seq: this.lastSeq } = await recoverTail(this.root, this.agentId, this.label, seg, lines));
     }
     const floor = this.handledThrough();
     if (floor > this.lastSeq) {
@@ -249,40 +265,6 @@ export class InboxWriter implements Reopenable {
     }
     this.synced.write({ seq: this.lastSeq });
     this.opened = true;
-  }
-
-  private async recoverTail(seg: Segment, lines: ReturnType<typeof splitLines>): Promise<void> {
-    let end = 0;
-    let seq = seg.first - 1;
-    // The valid prefix ends at the last line that checks; anything after it is a torn write.
-    for (let i = lines.length - 1; i >= 0; i--) {
-      if (decodeEntryLine(lines[i]!.text, lines[i]!.seq, seg.name).ok) {
-        end = lines[i]!.end;
-        seq = lines[i]!.seq;
-        break;
-      }
-    }
-    const fd = fs.openSync(seg.file, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW);
-    const size = fs.fstatSync(fd).size;
-    if (size > end) {
-      const tail = readSegmentFrom(seg.file, end, seg.name);
-      const whole = tail.lastIndexOf(10) + 1; // bytes of complete lines in the tail
-      if (whole > 0) {
-        // Whole lines that are not entries: written by hand, or garbled by the disk. Kept.
-        deadLetterData(this.root, `at-${end}-of-${this.agentId}-${seg.name}`, tail.toString('utf8', 0, whole), {
-          error: `${whole} bytes at the end of agents/${this.agentId}/inbox/${seg.name} are lines that are not valid entries: moved here and cut off the log`,
-          code: 'E_BAD_MESSAGE',
-          source: `${this.label}/${seg.name}`,
-        }, { exactName: true });
-      }
-      // Bytes after the last newline are a write cut short (the router's retry writes it again).
-      fs.ftruncateSync(fd, end);
-      appendEvent(this.root, { type: 'inbox.tail-cut', agent: this.agentId, segment: seg.name, bytes: size - end, junk: whole });
-    }
-    await syncFdAsync(fd, true); // a killed router's last batch may still be only in the page cache
-    this.fd = fd;
-    this.size = end;
-    this.lastSeq = seq;
   }
 
   close(): void {

@@ -2,6 +2,7 @@ import { agentPaths } from '../layout/paths.ts';
 import type { HiveError } from '../errors.ts';
 import { assertRealDirectory } from '../fs/regular-file.ts';
 import type { HiveMessage } from '../protocol/message.ts';
+import { OfferedBatches, type DeliveryHint } from './told-deliveries.ts';
 import { deadLetterData } from './dead-letter.ts';
 import { committedCursor } from './committed-cursor.ts';
 import { decodeEntryLine, isRealSegment, listSegments, readSegmentFrom, readSynced, splitLines, type Segment } from './inbox-log.ts';
@@ -62,8 +63,35 @@ export class InboxReader {
     this.label = place?.label ?? `agents/${agentId}/inbox`;
   }
 
+  /** What the inbox's writer told of with the router's wakes (src/queue/told-deliveries.ts). */
+  private readonly told = new OfferedBatches();
+
+  /** A batch delivered durably, as the router told it: a read that goes on where the last one ended takes it from here, with no look at the folder, `.synced` or the segment. */
+  offer(hint: DeliveryHint): void {
+    this.told.offer(hint);
+  }
+
+  /** There may be entries no one told of: the next read reads the log. */
+  lookAgain(): void {
+    this.told.lookAgain();
+  }
+
+  /** The told entries after `afterSeq` when they continue where the last read ended; null: read the log. */
+  private fromTold(afterSeq: number, limit: number): InboxEntry[] | null {
+    const pos = this.pos;
+    const seg = pos ? this.segments[pos.index] : undefined;
+    if (!pos || pos.seq !== afterSeq + 1 || seg?.file !== pos.file) return null;
+    const told = this.told.continuing(pos, limit);
+    if (!told || told.length === 0) return null;
+    this.pos = { ...pos, offset: told.at(-1)!.end, seq: told.at(-1)!.seq + 1 };
+    return told.map((e) => ({ seq: e.seq, id: e.message.id, ref: `${this.label}/${seg.name}#${e.seq}`, message: e.message }));
+  }
+
   /** Entries with seq > afterSeq, up to `.synced`, in order. */
   read(afterSeq: number, limit = Infinity): InboxRead {
+    const told = this.fromTold(afterSeq, limit);
+    if (told) return { entries: told, rejected: [] };
+    this.told.reading();
     assertRealDirectory(agentPaths(this.root, this.agentId).dir, `agents/${this.agentId}`);
     assertRealDirectory(this.dir, this.label);
     const out: InboxRead = { entries: [], rejected: [] };

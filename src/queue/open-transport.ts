@@ -1,12 +1,14 @@
 import type { ClusterInit } from '../protocol/worker.ts';
 import { createFsTransport, type FsTransportOptions } from './fs-transport.ts';
-import type { CommitHint, Transport } from './transport.ts';
+import type { CommitHint, DeliveryHint, Transport } from './transport.ts';
 import type { JetStreamTransport } from './jetstream-transport.ts';
 
 export type HostTransport = Transport & {
   notify(agents: Iterable<string>): void;
   /** The filesystem's: the commits an agent made since the last call, for the router (null: not known, the router reads). */
   takeCommitHints?(agent: string): CommitHint[] | null;
+  /** The filesystem's: batches the router delivered to this host's agents (it told them with its wake). */
+  offerDeliveries?(hints: DeliveryHint[]): void;
   /** Cluster mode: the JetStream transport under it (streams to make, commits to hear of). */
   jetstream?: JetStreamTransport;
 };

@@ -1,6 +1,9 @@
 import type { HiveError } from '../errors.ts';
 import type { HiveMessage } from '../protocol/message.ts';
 import type { InboxEntry } from './inbox.ts';
+import type { DeliveryHint } from './told-deliveries.ts';
+
+export type { DeliveryHint } from './told-deliveries.ts';
 import type { DeliveryOutcome } from './inbox-writer.ts';
 import type { DeadLetterReason } from './dead-letter.ts';
 import type { PersistedAgentContext } from '../../machines/agent.ts';
@@ -56,6 +59,12 @@ export interface Transport {
    * it). The filesystem's router then routes their messages without reading the commit log.
    */
   offerCommits?(hints: CommitHint[]): void;
+  /**
+   * Optional, the router's side: the batches delivered to `recipient` since the last call,
+   * for its agent's host to read without reading them back from the inbox (a hint, like
+   * `offerCommits`; the filesystem's, given to its links with FsTransport.offerDeliveries).
+   */
+  takeDeliveries?(recipient: string): DeliveryHint[];
   /** Lets go of what the transport holds open (files, connections, the links it opened). */
   close(): void;
 }

@@ -123,6 +123,7 @@ export class Ingress {
       depth: (to) => inner.depth(to),
       agent: (id) => inner.agent(id),
       ...(inner.offerCommits ? { offerCommits: (hints) => inner.offerCommits!(hints) } : {}),
+      ...(inner.takeDeliveries ? { takeDeliveries: (recipient) => inner.takeDeliveries!(recipient) } : {}),
       close: () => inner.close(),
     };
   }

@@ -1,0 +1,85 @@
+import fs from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { tempRoot } from './helpers/temp.ts';
+import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
+import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
+import { InboxWriter } from '../src/queue/inbox-writer.ts';
+import { InboxReader } from '../src/queue/inbox.ts';
+
+/**
+ * The router's wake tells the agent's host what it delivered (docs/architecture.md, "Inbox
+ * logs"): the agent's reader takes the entries from the wake when they continue exactly
+ * where its last read ended, and reads the log in every other case.
+ */
+
+async function hive() {
+  const root = tempRoot();
+  await ensureHive(root);
+  await ensureAgent(root, { id: 'b', brain: { kind: 'echo' } });
+  return root;
+}
+
+const note = (i: number): HiveMessage => createMessage({ from: 'god', to: 'b', act: 'inform', body: `note ${i}` });
+const bodies = (entries: { message: HiveMessage }[]) => entries.map((e) => e.message.body);
+
+/** Writes over the bytes of a batch in the segment: a read of the log would find no valid entries there. */
+function spoil(file: string, from: number, to: number): void {
+  const fd = fs.openSync(file, 'r+');
+  fs.writeSync(fd, Buffer.alloc(to - from, 'x'.charCodeAt(0)), 0, to - from, from);
+  fs.closeSync(fd);
+}
+
+describe('deliveries told with the wake', () => {
+  it('a told batch that continues the last read is taken from the wake, not read from the log; a wake from elsewhere reads the log', async () => {
+    const root = await hive();
+    const writer = new InboxWriter(root, 'b', { tell: true });
+    const reader = new InboxReader(root, 'b');
+    await writer.append([note(1)]);
+    writer.takeTold();
+    expect(bodies(reader.read(0).entries)).toEqual(['note 1']); // a first read reads the log
+    await writer.append([note(2), note(3)]);
+    const [told] = writer.takeTold();
+    expect(told!.entries.map((e) => e.seq)).toEqual([2, 3]);
+    spoil(told!.file, told!.start, told!.ends.at(-1)! - 1); // the log no longer holds them as written
+    reader.offer(told!);
+    const got = reader.read(1).entries;
+    expect(bodies(got)).toEqual(['note 2', 'note 3']);
+    expect(got.map((e) => e.ref)).toEqual(['agents/b/inbox/000000000001.jsonl#2', 'agents/b/inbox/000000000001.jsonl#3']);
+
+    // Told in part by the limit, the rest next time, then a read of the log goes on after them.
+    await writer.append([note(4), note(5), note(6)]);
+    reader.offer(writer.takeTold()[0]!);
+    expect(bodies(reader.read(3, 2).entries)).toEqual(['note 4', 'note 5']);
+    expect(bodies(reader.read(5).entries)).toEqual(['note 6']);
+    await writer.append([note(7)]);
+    writer.takeTold();
+    reader.lookAgain(); // woken by the poll or through main: nothing told
+    expect(bodies(reader.read(6).entries)).toEqual(['note 7']);
+    writer.close();
+  });
+
+  it('a told batch that does not continue the last read (one in between was not told) makes the reader read the log: nothing skipped', async () => {
+    const root = await hive();
+    const writer = new InboxWriter(root, 'b', { tell: true });
+    const reader = new InboxReader(root, 'b');
+    await writer.append([note(1)]);
+    writer.takeTold();
+    expect(bodies(reader.read(0).entries)).toEqual(['note 1']);
+    await writer.append([note(2)]);
+    writer.takeTold(); // its wake went elsewhere (no direct channel): not told
+    await writer.append([note(3)]);
+    reader.offer(writer.takeTold()[0]!);
+    expect(bodies(reader.read(1).entries)).toEqual(['note 2', 'note 3']);
+    // A retry from an older cursor (a failed turn) reads the log too.
+    expect(bodies(reader.read(0).entries)).toEqual(['note 1', 'note 2', 'note 3']);
+    writer.close();
+  });
+
+  it('a writer that is not asked to tell keeps nothing', async () => {
+    const root = await hive();
+    const writer = new InboxWriter(root, 'b');
+    await writer.append([note(1)]);
+    expect(writer.takeTold()).toEqual([]);
+    writer.close();
+  });
+});
