@@ -267,8 +267,8 @@ describe('the commit record as the outbox', () => {
         const ctx = { ...context(commit), brainState: { pad: 'x'.repeat(150 + rand(500)) } };
         const prepared = store.prepare(ctx, [note(commit)]);
         store.write(prepared);
-        // As the link tells them: not a commit that wrapped (it went to state.json), and at random not at all.
-        if (!prepared.wraps && rand(4) > 0) hints.push({ agent: 'a', commit: prepared.record.commit, end: store.logEnd, messages: prepared.record.lastTurn.messages });
+        // As the link tells them (a wrap too: its end is 0, the log goes on there), and at random not at all.
+        if (rand(4) > 0) hints.push({ agent: 'a', commit: prepared.record.commit, end: store.logEnd, messages: prepared.record.lastTurn.messages });
         else hints.length = 0; // a commit not told breaks the run: the ones after it are not told either
       }
       const through = commit - 1;

@@ -119,4 +119,36 @@ describe('the commit log waits for the router before it wraps', () => {
     await drain(root);
     expectEachOnce(root, sent);
   });
+  it('commits told to the router (the host\'s kick) across wraps: each delivered once; a commit that spilled tells nothing, so the router reads the files', async () => {
+    const root = await hive();
+    const link = new FsAgentLink(root, 'a', { pollMs: 60_000 });
+    await link.restore();
+    expect(link.takeCommitHints()).toBeNull(); // the start's kick: the router reads everything
+    const t = createFsTransport(root);
+    const route = async () => {
+      const hints = link.takeCommitHints();
+      if (hints) t.offerCommits(hints);
+      await routeOnce({ root, transport: t, senders: ['a'], ...(hints ? { light: new Set(['a']) } : {}), settings: { ...DEFAULT_ROUTER_SETTINGS, settleMs: 0 } });
+      return hints;
+    };
+    const sent: HiveMessage[] = [];
+    let told = 0;
+    for (let i = 1; i <= 100; i++) {
+      sent.push(note(i));
+      await link.commit(context(i), [sent.at(-1)!]);
+      told += (await route())?.length ?? 0;
+    }
+    expect(told).toBe(100); // every commit told, the ones that wrapped too (three wraps)
+    expectEachOnce(root, sent);
+    // No router for a while: the next wrap spills, and that run of commits is not told.
+    for (let i = 101; i <= 140; i++) {
+      sent.push(note(i));
+      await link.commit(context(i), [sent.at(-1)!]);
+    }
+    expect(spills(root)).toBe(1);
+    expect(await route()).toBeNull();
+    await drain(root);
+    link.close();
+    expectEachOnce(root, sent);
+  });
 });

@@ -81,7 +81,9 @@ export class FsAgentLink implements AgentLink {
       const waited = this.waitedForRouter;
       this.waitedForRouter = false;
       if (this.behindRouter() === false) return waited ? 1 : 0;
-      return spillUnrouted(this.root, this.agentId) + (waited ? 1 : 0);
+      const spilled = spillUnrouted(this.root, this.agentId);
+      if (spilled > 0) this.spilled = true;
+      return spilled + (waited ? 1 : 0);
     });
     // A killed process may have left the last commit in the page cache only: flushed, then
     // marked, so the router may route its messages.
@@ -102,15 +104,19 @@ export class FsAgentLink implements AgentLink {
       if (!this.store) throw new HiveError('E_CONFLICT', `The link of agent "${this.agentId}" was closed during a commit`);
     }
     const record = this.store.write(prepared);
-    // A wrap wrote the commit to state.json and the log starts over: the router reads it.
-    if (prepared.wraps || (this.hints && this.hints.length >= MAX_HINTS)) this.hints = null;
+    // A wrap put the commit in state.json and the log goes on at 0 (logEnd): told like any
+    // other, unless it wrote outbox files (a spill), which the router must read.
+    if (this.spilled || (this.hints && this.hints.length >= MAX_HINTS)) this.hints = null;
     else this.hints?.push({ agent: this.agentId, commit: record.commit, end: this.store.logEnd, messages });
+    this.spilled = false;
     this.cursor = context.cursor;
     this.mirror ??= unref(setTimeout(() => this.mirrorCursorSoon(), MIRROR_DELAY_MS));
     return record.commit;
   }
 
   private waitedForRouter = false;
+  /** The commit under way wrote outbox files before its wrap (a spill). */
+  private spilled = false;
 
   /** The commits since the last `takeCommitHints`, in order; null when one of them is not told (a wrap) or none was taken yet. */
   private hints: CommitHint[] | null = null;

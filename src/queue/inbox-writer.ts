@@ -152,8 +152,8 @@ export class InboxWriter implements Reopenable {
         outcomes.push({ id: m.id, status: 'delivered', seq });
       }
       if (fresh.length === 0) return outcomes;
-      const lines = fresh.map((f) => encodeEntryLine(f.seq, f.message));
-      const data = Buffer.from(lines.join(''));
+      const text = fresh.map((f) => encodeEntryLine(f.seq, f.message)).join('');
+      const data = Buffer.from(text);
       if (this.fd === null || (this.size > 0 && this.size + data.length > this.segmentBytes)) this.roll(fresh[0]!.seq);
       const start = this.size;
       writeAll(this.fd!, data, this.size);
@@ -167,7 +167,7 @@ export class InboxWriter implements Reopenable {
       for (const f of fresh) this.remember(f.message.id);
       this.synced.writeFollowing({ seq });
       const segment = this.segments.at(-1)?.file;
-      if (segment) this.told?.add(segment, start, lines, fresh);
+      if (segment) this.told?.add(segment, start, fresh[0]!.seq, text);
       return outcomes;
     } catch (err) {
       this.close(); // what is on disk is the truth: the next batch opens (recovers) again

@@ -81,7 +81,7 @@ export class InboxReader {
     const pos = this.pos;
     const seg = pos ? this.segments[pos.index] : undefined;
     if (!pos || pos.seq !== afterSeq + 1 || seg?.file !== pos.file) return null;
-    const told = this.told.continuing(pos, limit);
+    const told = this.told.continuing(pos, `${this.label}/${seg.name}`, limit);
     if (!told || told.length === 0) return null;
     this.pos = { ...pos, offset: told.at(-1)!.end, seq: told.at(-1)!.seq + 1 };
     return told.map((e) => ({ seq: e.seq, id: e.message.id, ref: `${this.label}/${seg.name}#${e.seq}`, message: e.message }));

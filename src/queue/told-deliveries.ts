@@ -1,4 +1,5 @@
 import type { HiveMessage } from '../protocol/message.ts';
+import { decodeEntryLine, splitLines } from './inbox-log.ts';
 
 /**
  * Deliveries told with the router's wake (docs/architecture.md, "Inbox logs"): the inbox's
@@ -9,15 +10,23 @@ import type { HiveMessage } from '../protocol/message.ts';
 
 /**
  * One batch appended to an inbox log, durably (`.synced` names it), as its writer knows it:
- * the segment file, the byte offset where the batch begins and where each entry's line
- * ends, and the entries.
+ * the segment file, the byte offset where it begins, the seq of its first entry and its
+ * lines as written (text: cheap to pass between threads; the reader checks and parses them
+ * as it would have read them).
  */
 export interface DeliveryHint {
   agent: string;
   file: string;
   start: number;
-  ends: number[];
-  entries: { seq: number; message: HiveMessage }[];
+  seq: number;
+  text: string;
+}
+
+/** A told entry, parsed, with where its line ends in the segment. */
+interface ToldEntry {
+  seq: number;
+  message: HiveMessage;
+  end: number;
 }
 
 /** At most this many batches wait on either side (more: the oldest go, and the reader reads the log). */
@@ -29,12 +38,9 @@ export class ToldBatches {
 
   constructor(private readonly agent: string) {}
 
-  add(file: string, start: number, lines: string[], entries: DeliveryHint['entries']): void {
+  add(file: string, start: number, seq: number, text: string): void {
     if (this.told.length >= MAX_BATCHES) this.told = []; // the reader finds the chain broken and reads the log
-    const ends: number[] = [];
-    let at = start;
-    for (const l of lines) ends.push((at += Buffer.byteLength(l)));
-    this.told.push({ agent: this.agent, file, start, ends, entries });
+    this.told.push({ agent: this.agent, file, start, seq, text });
   }
 
   take(): DeliveryHint[] {
@@ -53,7 +59,7 @@ export interface ReadPosition {
 
 /** The reader's side: the batches told to it, and whether something untold may have come. */
 export class OfferedBatches {
-  private offered: DeliveryHint[] = [];
+  private offered: { hint: DeliveryHint; entries: ToldEntry[] | null }[] = [];
   /** Something may have been delivered that was not told (a wake from elsewhere, the poll, a start). */
   private untold = true;
 
@@ -62,7 +68,7 @@ export class OfferedBatches {
       this.offered = [];
       this.untold = true;
     }
-    this.offered.push(hint);
+    this.offered.push({ hint, entries: null });
   }
 
   /** There may be entries no one told of: the next read reads the log. */
@@ -78,23 +84,44 @@ export class OfferedBatches {
   /**
    * Up to `limit` told entries from `at` on, each with where its line ends, when they
    * continue exactly there (same segment, offset and seq) and nothing untold may lie in
-   * between; null: read the log.
+   * between; null: read the log (which also dead-letters a line that does not check).
    */
-  continuing(at: ReadPosition, limit: number): { seq: number; message: HiveMessage; end: number }[] | null {
-    while (this.offered.length > 0 && this.offered[0]!.entries.at(-1)!.seq < at.seq) this.offered.shift();
+  continuing(at: ReadPosition, where: string, limit: number): ToldEntry[] | null {
+    while (this.offered.length > 0 && this.offered[0]!.hint.seq + lineCount(this.offered[0]!) <= at.seq) this.offered.shift();
     if (this.untold || this.offered.length === 0) return null;
-    const out: { seq: number; message: HiveMessage; end: number }[] = [];
+    const out: ToldEntry[] = [];
     let { offset, seq } = at;
-    for (const h of this.offered) {
+    for (const batch of this.offered) {
       if (out.length >= limit) break;
-      const i = seq - h.entries[0]!.seq;
-      if (h.file !== at.file || i < 0 || i >= h.entries.length || (i === 0 ? h.start : h.ends[i - 1]) !== offset) return null;
-      for (let k = i; k < h.entries.length && out.length < limit; k++) {
-        out.push({ ...h.entries[k]!, end: h.ends[k]! });
-        offset = h.ends[k]!;
-        seq = h.entries[k]!.seq + 1;
+      if (batch.hint.file !== at.file) return null;
+      const entries = (batch.entries ??= parse(batch.hint, where));
+      const i = entries ? seq - batch.hint.seq : -1;
+      if (!entries || i < 0 || i >= entries.length || (i === 0 ? batch.hint.start : entries[i - 1]!.end) !== offset) return null;
+      for (let k = i; k < entries.length && out.length < limit; k++) {
+        out.push(entries[k]!);
+        offset = entries[k]!.end;
+        seq = entries[k]!.seq + 1;
       }
     }
     return out;
   }
+}
+
+/** How many entries a told batch holds (its lines, parsed or not). */
+function lineCount(batch: { hint: DeliveryHint; entries: ToldEntry[] | null }): number {
+  if (batch.entries) return batch.entries.length;
+  let n = 0;
+  for (let i = batch.hint.text.indexOf('\n'); i >= 0; i = batch.hint.text.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+/** A told batch's entries, checked and parsed as a read of the log would; null when a line does not check. */
+function parse(hint: DeliveryHint, where: string): ToldEntry[] | null {
+  const out: ToldEntry[] = [];
+  for (const l of splitLines(Buffer.from(hint.text), hint.start, hint.seq)) {
+    const d = decodeEntryLine(l.text, l.seq, where);
+    if (!d.ok) return null;
+    out.push({ seq: l.seq, message: d.message, end: l.end });
+  }
+  return out;
 }
