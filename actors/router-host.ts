@@ -73,12 +73,12 @@ function acceptSends(items: IngressItem[]): void {
   const dir = directory();
   const { senders, refused } = ingress.accept(items, (from) => dir.senders.has(from) && isRealDirectory(agentPaths(init.root, from).dir));
   if (refused.length > 0) mainPort?.postMessage({ type: 'refused', tags: refused } satisfies RouterToMainMessage);
-  if (senders.length > 0) outboxChanged(senders, { files: false }); // in memory: their files did not change
+  if (senders.length > 0) outboxChanged(senders, true); // in memory: their files did not change
 }
 
-/** Senders wrote to their outboxes (none named: look at every outbox) — read them next pass. */
-function outboxChanged(senders?: string[], options?: { files?: boolean }): void {
-  if (pending.mark(senders, options)) actor.send({ type: 'hive.outbox.changed' });
+/** Senders wrote (none named: every outbox): read next pass. `told`: only sends or commits told in memory; a folder is read unless a working watch would report its files. */
+function outboxChanged(senders?: string[], told = false): void {
+  if (pending.mark(senders, told ? { files: (s) => watcher?.watching(s) !== true } : {})) actor.send({ type: 'hive.outbox.changed' });
 }
 
 /** Direct links to agent hosts: who lives where, and the port to wake them. */
@@ -292,7 +292,7 @@ const api: RouterHostApi = {
     port.on('message', (m: RouterLinkMessage) => {
       if (m.type !== 'kick') return;
       if (m.commits) routing.offerCommits?.(m.commits);
-      outboxChanged(m.senders, { files: !m.commits }); // a kick with its commits: no file changed
+      outboxChanged(m.senders, m.commits !== undefined); // a kick with its commits: no file changed
     });
     // The host's thread ended (a crash, a restart): its wakes go through main until it is linked again.
     port.on('close', () => {

@@ -22,6 +22,8 @@ describe.skipIf(process.platform !== 'linux')('router: outbox watcher', () => {
       fs.mkdirSync(path.join(agents, 'carol', 'outbox'), { recursive: true });
       await settle(400);
       expect(changed).toContain('carol'); // a new agent's outbox is read once watched
+      // What a light look relies on: a watch of that outbox that works (none for an agent without one).
+      expect(['alice', 'bob', 'carol', 'dave'].map((id) => w.watching(id))).toEqual([true, true, true, false]);
     } finally {
       await w.close();
     }

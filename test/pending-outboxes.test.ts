@@ -120,6 +120,17 @@ describe('router: light marks (a commit or a hive.send() told in memory)', () =>
     expect([...q.lightOnes()]).toEqual([]);
   });
 
+  it('files can be asked per sender (the router: light only where a working watch would report a file)', () => {
+    const p = new PendingOutboxes();
+    const all = new Set(['alice', 'bob']);
+    p.take(all);
+    expect(p.mark(['alice', 'bob'], { files: (s) => s === 'bob' })).toBe(true);
+    expect(p.due('alice')).toBe(false);
+    expect(p.due('bob')).toBe(true);
+    expect([...p.take(all)].sort()).toEqual(['alice', 'bob']);
+    expect([...p.lightOnes()]).toEqual(['alice']);
+  });
+
   it('the poll reads the folder of a sender due only lightly', () => {
     const p = new PendingOutboxes({ pollSlice: 2 });
     const all = new Set(['a', 'b', 'c', 'd']);

@@ -134,23 +134,18 @@ export class CommitLogTail {
 
   /**
    * Takes commits as their writer told of them (Transport.offerCommits) instead of reading
-   * their lines: each must follow the newest one known (those known already are passed
-   * by), and its `end` is where the next read goes on. Returns false when none followed
-   * (the next `records` reads the log). Never before a first read: that read takes the
-   * checkpoint too.
+   * their lines, all or none: only when they follow the newest one known one by one (the
+   * first is the next commit, none is missing, none is known already: a number known
+   * already may be a log that went back and numbers again), and the last one's `end` is
+   * where the next read goes on. Returns false when it took none (the next `records` reads
+   * the log). Never before a first read: that read takes the checkpoint too.
    */
   accept(hints: readonly CommitHint[]): boolean {
-    if (this.last < 0) return false;
-    let took = false;
-    for (const h of hints) {
-      if (h.commit <= this.last) continue;
-      if (h.commit !== this.last + 1) break;
-      this.kept.push({ commit: h.commit, lastTurn: { messages: h.messages } });
-      this.offset = h.end;
-      this.last = h.commit;
-      took = true;
-    }
-    return took;
+    if (this.last < 0 || hints.some((h, i) => h.commit !== this.last + 1 + i)) return false;
+    for (const h of hints) this.kept.push({ commit: h.commit, lastTurn: { messages: h.messages } });
+    this.offset = hints.at(-1)!.end;
+    this.last = hints.at(-1)!.commit;
+    return true;
   }
 
   /** The records not fully routed (commit ≥ `routedCommit`), as far as the log holds them. */

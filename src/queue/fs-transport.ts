@@ -71,21 +71,22 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
   /** Commits their hosts told of (offerCommits), by agent, not taken by a pass yet. */
   const offered = new Map<string, CommitHint[]>();
   /**
-   * The newest durable commit of `sender`: the last of the commits its host told of when
-   * they continue what the log's reader holds (no marker read), else its `committed` marker.
+   * The newest durable commit of `sender`. A light look (`told`: only told commits made it
+   * due) takes the last of the commits its host told of when the log's reader could take
+   * them all (no marker read). Any other look reads the marker: something may have been
+   * committed that was not told (a commit that spilled, a restart that lost a kick), and the
+   * told ones it took only spare reading their lines.
    */
-  const committedThrough = (sender: string): number => {
+  const committedThrough = (sender: string, told: boolean): number => {
     const hints = offered.get(sender);
-    if (!hints) return readCommitted(root, sender);
     offered.delete(sender);
     const tail = tails.get(sender);
-    const routedCommit = routedOf(sender).commit;
     // Past the routed mark only: below it the marker decides (a stale one, or a log that went back).
-    if (tail && hints.at(-1)!.commit > routedCommit && tail.accept(hints)) return tail.newest;
-    return readCommitted(root, sender);
+    const took = hints !== undefined && tail !== undefined && hints.at(-1)!.commit > routedOf(sender).commit && tail.accept(hints);
+    return took && told ? tail.newest : readCommitted(root, sender);
   };
-  const fromCommits = (sender: string, limit: number): PendingItem[] => {
-    const through = committedThrough(sender);
+  const fromCommits = (sender: string, limit: number, told: boolean): PendingItem[] => {
+    const through = committedThrough(sender, told);
     // `committed` below the routed mark: either the marker is stale (neither it nor `routed`
     // is flushed, so a power cut can leave them so, until the agent's next start marks what
     // it restored) or the agent's log went back: its state.wal was deleted or replaced (by
@@ -158,7 +159,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
       await writeOutboxAsync(root, messages);
     },
     async pending(sender: string, limit?: number, pendingOptions?: PendingOptions): Promise<PendingItem[]> {
-      const committed = fromCommits(sender, limit ?? Infinity);
+      const committed = fromCommits(sender, limit ?? Infinity, pendingOptions?.files === false);
       if ((limit !== undefined && committed.length >= limit) || pendingOptions?.files === false) return committed;
       committed.push(...fromSendLog(sender, limit === undefined ? Infinity : limit - committed.length));
       const left = limit === undefined ? undefined : limit - committed.length;

@@ -14,6 +14,8 @@ import { isAgentId } from '../protocol/agent-id.ts';
  * platform quirks, is used as intended.
  */
 export interface OutboxWatcher {
+  /** True while a watch of this agent's outbox is known to work (its file events come): a look that skips the folder may rely on it. */
+  watching(agent: string): boolean;
   close(): Promise<void>;
 }
 
@@ -64,6 +66,7 @@ function watchWithInotify(agentsDir: string, onChange: (agent: string) => void, 
   top.on('error', onError);
   for (const id of fs.readdirSync(agentsDir)) add(id, 5, true);
   return {
+    watching: (agent) => watchers.has(agent),
     async close() {
       top.close();
       for (const w of watchers.values()) w.close();
@@ -86,5 +89,5 @@ function watchWithChokidar(agentsDir: string, onChange: (agent: string) => void,
   const w = chokidarWatch(agentsDir, { ignored, ignoreInitial: true, atomic: false, depth: 2 });
   w.on('add', (file) => onChange(path.basename(path.dirname(path.dirname(file)))));
   w.on('error', onError);
-  return { close: () => w.close() };
+  return { watching: () => false, close: () => w.close() }; // its first scan may still be under way
 }

@@ -67,15 +67,16 @@ export class PendingOutboxes {
    * asked, so it goes in the next pass, not when the sweep comes to it (a sweep of 10,000
    * outboxes, or the safety poll's share of them, is hundreds of passes; a request whose
    * sender or reply-writer waited in one took 150–350 ms right after a start, bench:scale).
+   * `files` false (for all, or for the senders it answers false for): a light mark.
    */
-  mark(senders?: readonly string[], options: { files?: boolean } = {}): boolean {
+  mark(senders?: readonly string[], options: { files?: boolean | ((sender: string) => boolean) } = {}): boolean {
     if (!senders) {
       this.sweepAll = true;
       return true;
     }
-    const files = options.files !== false;
     let added = false;
     for (const s of senders) {
+      const files = typeof options.files === 'function' ? options.files(s) : options.files !== false;
       const was = this.asked.get(s);
       if (was === undefined) added = true;
       else if (was || !files) continue; // due already (a pass was asked for when it became due)
