@@ -24,6 +24,15 @@ describe.skipIf(process.platform !== 'linux')('router: outbox watcher', () => {
       expect(changed).toContain('carol'); // a new agent's outbox is read once watched
       // What a light look relies on: a watch of that outbox that works (none for an agent without one).
       expect(['alice', 'bob', 'carol', 'dave'].map((id) => w.watching(id))).toEqual([true, true, true, false]);
+      // An outbox removed and made again: the old watch is dead; it is watched again, and files in the new one are reported.
+      fs.rmSync(path.join(agents, 'alice', 'outbox'), { recursive: true });
+      fs.mkdirSync(path.join(agents, 'alice', 'outbox'));
+      await settle(400);
+      expect(w.watching('alice')).toBe(true);
+      changed.length = 0;
+      fs.writeFileSync(path.join(agents, 'alice', 'outbox', 'y.json'), '{}');
+      await settle();
+      expect(changed).toContain('alice');
     } finally {
       await w.close();
     }

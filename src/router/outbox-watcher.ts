@@ -41,7 +41,14 @@ function watchWithInotify(agentsDir: string, onChange: (agent: string) => void, 
       // A rename reports both ends: a file arriving and a file the router itself just
       // moved to .sent/. Only an arrival (the name still exists) is worth a pass.
       const w = fs.watch(outbox, (_event, name) => {
-        if (typeof name === 'string' && !name.startsWith('.') && !alreadyDue(id) && fs.existsSync(path.join(outbox, name))) onChange(id);
+        if (name === 'outbox' && !fs.existsSync(path.join(outbox, name))) {
+          // The outbox itself went (removed or renamed; a new one would never be reported
+          // by this watch): it is read now and watched again, and is not `watching` until then.
+          w.close();
+          watchers.delete(id);
+          onChange(id);
+          add(id);
+        } else if (typeof name === 'string' && !name.startsWith('.') && !alreadyDue(id) && fs.existsSync(path.join(outbox, name))) onChange(id);
       });
       w.on('error', (err) => {
         watchers.delete(id);
