@@ -6,7 +6,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { createActor, fromPromise } from 'xstate';
 import { watchOutboxes, type OutboxWatcher } from '../src/router/outbox-watcher.ts';
 import { PendingOutboxes } from '../src/router/pending-outboxes.ts';
-import type { MainToRouterMessage, RouterHostApi, RouterLinkMessage, RouterToMainMessage } from '../src/protocol/worker.ts';
+import type { MainToRouterMessage, RouterHostApi, RouterToMainMessage } from '../src/protocol/worker.ts';
 import { Ingress, type IngressItem } from '../src/router/ingress.ts';
 import { isRealDirectory } from '../src/fs/regular-file.ts';
 import { agentPaths } from '../src/layout/paths.ts';
@@ -14,7 +14,7 @@ import { beginWorker, exposeWorker, untilStopped, watchActor } from '../src/work
 import { coalescedStateReport } from '../src/worker/state-report.ts';
 import type { HiveMessage } from '../src/protocol/message.ts';
 import type { DeadLetterReason } from '../src/queue/dead-letter.ts';
-import type { DeliveryHint } from '../src/queue/transport.ts';
+import { HostLinks } from '../src/router/host-links.ts';
 import { routerMachine } from '../machines/router.ts';
 import { GOD_ID } from '../src/protocol/agent-id.ts';
 import { openHostTransport } from '../src/queue/open-transport.ts';
@@ -40,7 +40,9 @@ const settings = init.routerSettings!;
 const directory = createDirectoryCache(init.root, (agent, reason) => appendEvent(init.root, { type: 'router.folder-refused', agent, reason }));
 /** Cluster mode: the agents pinned to this machine; the ones leased here are those of linked hosts. */
 const pinnedHere = new Set(init.cluster?.local ?? []);
-const runsHere = (id: string) => pinnedHere.has(id) || hostOfAgent.has(id);
+/** Direct links to agent hosts (their kicks, the router's wakes). */
+const hosts = new HostLinks();
+const runsHere = (id: string) => pinnedHere.has(id) || hosts.has(id);
 const transport = await openHostTransport(init.root, init.cluster, {
   sentCap: settings.sentCap,
   doneCap: settings.doneCap,
@@ -81,24 +83,7 @@ function outboxChanged(senders?: string[], told = false): void {
   if (pending.mark(senders, told ? { files: (s) => watcher?.watching(s) !== true } : {})) actor.send({ type: 'hive.outbox.changed' });
 }
 
-/** Direct links to agent hosts: who lives where, and the port to wake them. */
-const links = new Map<string, { port: MessagePort; agents: Set<string> }>();
-const hostOfAgent = new Map<string, string>();
-
-/** Wakes the agents whose hosts have a direct channel, with what was delivered to them; returns the ones it woke (the others read their inbox). */
-function wakeRecipients(agents: string[]): string[] {
-  const byHost = new Map<string, { agents: string[]; deliveries: DeliveryHint[] }>();
-  for (const a of agents) {
-    const told = routing.takeDeliveries?.(a) ?? [];
-    const h = hostOfAgent.get(a);
-    if (!h || !links.has(h)) continue;
-    const wake = byHost.get(h) ?? byHost.set(h, { agents: [], deliveries: [] }).get(h)!;
-    wake.agents.push(a);
-    wake.deliveries.push(...told);
-  }
-  for (const [h, { agents: ids, deliveries }] of byHost) links.get(h)!.port.postMessage({ type: 'wake', agents: ids, ...(deliveries.length > 0 && { deliveries }) } satisfies RouterLinkMessage);
-  return [...byHost.values()].flatMap((w) => w.agents);
-}
+const wakeRecipients = (agents: string[]) => hosts.wake(agents, (a) => routing.takeDeliveries?.(a) ?? []);
 
 const machine = routerMachine.provide({
   actors: {
@@ -286,28 +271,13 @@ const api: RouterHostApi = {
     port.unref();
   },
   attachHost(hostId, agents, port) {
-    links.get(hostId)?.port.close();
-    links.set(hostId, { port, agents: new Set(agents) });
-    for (const a of agents) hostOfAgent.set(a, hostId);
-    port.on('message', (m: RouterLinkMessage) => {
-      if (m.type !== 'kick') return;
+    hosts.attach(hostId, agents, port, (m) => {
       if (m.commits) routing.offerCommits?.(m.commits);
       outboxChanged(m.senders, m.commits !== undefined); // a kick with its commits: no file changed
     });
-    // The host's thread ended (a crash, a restart): its wakes go through main until it is linked again.
-    port.on('close', () => {
-      if (links.get(hostId)?.port !== port) return;
-      links.delete(hostId);
-      for (const [a, h] of hostOfAgent) if (h === hostId) hostOfAgent.delete(a);
-    });
-    port.unref();
   },
   updateHost(hostId, agents) {
-    const link = links.get(hostId);
-    if (!link) return;
-    for (const a of link.agents) if (hostOfAgent.get(a) === hostId) hostOfAgent.delete(a);
-    link.agents = new Set(agents);
-    for (const a of agents) hostOfAgent.set(a, hostId);
+    hosts.update(hostId, agents);
   },
   async stop() {
     if (poll) clearInterval(poll);
