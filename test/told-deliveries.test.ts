@@ -89,6 +89,24 @@ describe('deliveries told with the wake', () => {
     writer.close();
   });
 
+  it('an agent told of more than it reads (a long turn) holds at most ~1 MiB of it: past that it reads the log, nothing skipped', async () => {
+    const root = await hive();
+    const writer = new InboxWriter(root, 'b', { tell: true });
+    const reader = new InboxReader(root, 'b');
+    await writer.append([note(1)]);
+    writer.takeTold();
+    reader.read(0);
+    const big = (i: number) => createMessage({ from: 'god', to: 'b', act: 'inform', body: `big ${i} ${'x'.repeat(60_000)}` });
+    for (let i = 2; i <= 40; i++) {
+      await writer.append([big(i)]);
+      reader.offer(writer.takeTold()[0]!);
+    }
+    expect((reader as unknown as { told: { held: number } }).told.held).toBeLessThanOrEqual(1 << 20);
+    const got = reader.read(1).entries;
+    expect(got.map((e) => e.seq)).toEqual(Array.from({ length: 39 }, (_, i) => i + 2));
+    writer.close();
+  });
+
   it('a writer that is not asked to tell keeps nothing', async () => {
     const root = await hive();
     const writer = new InboxWriter(root, 'b');

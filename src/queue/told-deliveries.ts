@@ -31,6 +31,8 @@ interface ToldEntry {
 
 /** At most this many batches wait on either side (more: the oldest go, and the reader reads the log). */
 const MAX_BATCHES = 64;
+/** At most this much told text waits for a reader (~1 MiB): past it the reader drops it all and reads the log. */
+const MAX_HELD_CHARS = 1 << 20;
 
 /** The writer's side: the batches appended since they were last taken, oldest first. */
 export class ToldBatches {
@@ -63,12 +65,17 @@ export class OfferedBatches {
   /** Something may have been delivered that was not told (a wake from elsewhere, the poll, a start). */
   private untold = true;
 
+  /** Characters of text held (an agent in a long turn is told of what it will read later). */
+  private held = 0;
+
   offer(hint: DeliveryHint): void {
-    if (this.offered.length >= MAX_BATCHES) {
+    if (this.offered.length >= MAX_BATCHES || this.held + hint.text.length > MAX_HELD_CHARS) {
       this.offered = [];
-      this.untold = true;
+      this.held = 0;
+      this.untold = true; // what is dropped is read from the log
     }
     this.offered.push({ hint, entries: null });
+    this.held += hint.text.length;
   }
 
   /** There may be entries no one told of: the next read reads the log. */
@@ -87,7 +94,7 @@ export class OfferedBatches {
    * between; null: read the log (which also dead-letters a line that does not check).
    */
   continuing(at: ReadPosition, where: string, limit: number): ToldEntry[] | null {
-    while (this.offered.length > 0 && this.offered[0]!.hint.seq + lineCount(this.offered[0]!) <= at.seq) this.offered.shift();
+    while (this.offered.length > 0 && this.offered[0]!.hint.seq + lineCount(this.offered[0]!) <= at.seq) this.held -= this.offered.shift()!.hint.text.length;
     if (this.untold || this.offered.length === 0) return null;
     const out: ToldEntry[] = [];
     let { offset, seq } = at;
