@@ -29,14 +29,21 @@ function spoil(file: string, from: number, to: number): void {
   fs.closeSync(fd);
 }
 
+/** A telling writer and the agent's reader, which has read entry 1 from the log (its first read). */
+async function started() {
+  const root = await hive();
+  const writer = new InboxWriter(root, 'b', { tell: true });
+  const reader = new InboxReader(root, 'b');
+  await writer.append([note(1)]);
+  writer.takeTold();
+  const first = reader.read(0).entries;
+  return { writer, reader, first };
+}
+
 describe('deliveries told with the wake', () => {
   it('a told batch that continues the last read is taken from the wake, not read from the log; a wake from elsewhere reads the log', async () => {
-    const root = await hive();
-    const writer = new InboxWriter(root, 'b', { tell: true });
-    const reader = new InboxReader(root, 'b');
-    await writer.append([note(1)]);
-    writer.takeTold();
-    expect(bodies(reader.read(0).entries)).toEqual(['note 1']); // a first read reads the log
+    const { writer, reader, first } = await started();
+    expect(bodies(first)).toEqual(['note 1']); // a first read reads the log
     await writer.append([note(2), note(3)]);
     const [told] = writer.takeTold();
     expect([told!.seq, told!.text.split('\n').length - 1]).toEqual([2, 2]); // two lines from seq 2
@@ -59,12 +66,7 @@ describe('deliveries told with the wake', () => {
   });
 
   it('a told batch that does not continue the last read (one in between was not told) makes the reader read the log: nothing skipped', async () => {
-    const root = await hive();
-    const writer = new InboxWriter(root, 'b', { tell: true });
-    const reader = new InboxReader(root, 'b');
-    await writer.append([note(1)]);
-    writer.takeTold();
-    expect(bodies(reader.read(0).entries)).toEqual(['note 1']);
+    const { writer, reader } = await started();
     await writer.append([note(2)]);
     writer.takeTold(); // its wake went elsewhere (no direct channel): not told
     await writer.append([note(3)]);
@@ -76,12 +78,7 @@ describe('deliveries told with the wake', () => {
   });
 
   it('a told batch whose lines do not check (garbled on the way) is not taken: the log is read', async () => {
-    const root = await hive();
-    const writer = new InboxWriter(root, 'b', { tell: true });
-    const reader = new InboxReader(root, 'b');
-    await writer.append([note(1)]);
-    writer.takeTold();
-    reader.read(0);
+    const { writer, reader } = await started();
     await writer.append([note(2)]);
     const [told] = writer.takeTold();
     reader.offer({ ...told!, text: told!.text.replace('note 2', 'note X') });
@@ -90,12 +87,7 @@ describe('deliveries told with the wake', () => {
   });
 
   it('an agent told of more than it reads (a long turn) holds at most ~1 MiB of it: past that it reads the log, nothing skipped', async () => {
-    const root = await hive();
-    const writer = new InboxWriter(root, 'b', { tell: true });
-    const reader = new InboxReader(root, 'b');
-    await writer.append([note(1)]);
-    writer.takeTold();
-    reader.read(0);
+    const { writer, reader } = await started();
     const big = (i: number) => createMessage({ from: 'god', to: 'b', act: 'inform', body: `big ${i} ${'x'.repeat(60_000)}` });
     for (let i = 2; i <= 40; i++) {
       await writer.append([big(i)]);
