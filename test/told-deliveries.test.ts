@@ -5,6 +5,7 @@ import { ensureAgent, ensureHive } from '../src/layout/ensure.ts';
 import { createMessage, type HiveMessage } from '../src/protocol/message.ts';
 import { InboxWriter } from '../src/queue/inbox-writer.ts';
 import { InboxReader } from '../src/queue/inbox.ts';
+import { installSeams } from '../src/testing/seams.ts';
 
 /**
  * The router's wake tells the agent's host what it delivered (docs/architecture.md, "Inbox
@@ -97,6 +98,23 @@ describe('deliveries told with the wake', () => {
     const got = reader.read(1).entries;
     expect(got.map((e) => e.seq)).toEqual(Array.from({ length: 39 }, (_, i) => i + 2));
     writer.close();
+  });
+
+  it('a batch is told only once its flush has returned (a power cut before it could take the lines; a reader told of them would handle what is lost)', async () => {
+    const root = await hive();
+    const writer = new InboxWriter(root, 'b', { tell: true });
+    installSeams({ fsyncDelayMs: 300 }, root); // every flush of this thread waits first
+    try {
+      const appending = writer.append([note(1)]); // not inline: its flush runs on the thread pool, after the wait
+      await new Promise((r) => setTimeout(r, 100));
+      expect(fs.readFileSync(`${root}/agents/b/inbox/000000000001.jsonl`, 'utf8')).toContain('note 1'); // written
+      expect(writer.takeTold()).toEqual([]); // not flushed yet: not told
+      await appending;
+      expect(writer.takeTold().map((h) => h.seq)).toEqual([1]);
+    } finally {
+      installSeams({}, root);
+      writer.close();
+    }
   });
 
   it('a writer that is not asked to tell keeps nothing', async () => {

@@ -31,9 +31,11 @@ export interface FsTransportOptions {
 export interface FsTransport extends Transport {
   /** Tells the links of these agents (opened by this instance) that there may be work. */
   notify(agents: Iterable<string>): void;
+  /** The router's side: an agent's commits as its host told them (Transport.offerCommits). */
   offerCommits(hints: CommitHint[]): void;
-  /** The commits an agent's link made since the last call, for the router (FsAgentLink.takeCommitHints). */
+  /** The agent host's side: the commits an agent's link made since the last call, for the router (FsAgentLink.takeCommitHints). */
   takeCommitHints(agent: string): CommitHint[] | null;
+  /** The router's side: what was delivered to `recipient` since the last call (`tellDeliveries` only), for its wake. */
   takeDeliveries(recipient: string): DeliveryHint[];
   /** The agent side: batches delivered to agents of this host, as the router told them; their links read them from here and hear of work. */
   offerDeliveries(hints: DeliveryHint[]): void;
@@ -159,8 +161,9 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
       await writeOutboxAsync(root, messages);
     },
     async pending(sender: string, limit?: number, pendingOptions?: PendingOptions): Promise<PendingItem[]> {
-      const committed = fromCommits(sender, limit ?? Infinity, pendingOptions?.files === false);
-      if ((limit !== undefined && committed.length >= limit) || pendingOptions?.files === false) return committed;
+      const light = pendingOptions?.files === false;
+      const committed = fromCommits(sender, limit ?? Infinity, light);
+      if (light || (limit !== undefined && committed.length >= limit)) return committed;
       committed.push(...fromSendLog(sender, limit === undefined ? Infinity : limit - committed.length));
       const left = limit === undefined ? undefined : limit - committed.length;
       if (left !== undefined && left <= 0) return committed;
