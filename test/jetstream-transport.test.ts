@@ -270,6 +270,15 @@ describe('jetstream transport: conversations kept in the cluster', () => {
   });
 });
 
+/** Counts the STREAM.MSG.GET requests on `stream` (a subscriber on their subject). */
+async function countGets(stream: string): Promise<{ count: () => number; close: () => Promise<void> }> {
+  const nc = await connect({ servers: [server!.url] });
+  let gets = 0;
+  nc.subscribe(`$JS.API.STREAM.MSG.GET.${stream}`, { callback: () => void gets++ });
+  await nc.flush();
+  return { count: () => gets, close: () => nc.close() };
+}
+
 describe('jetstream transport: inboxes shared by two deliverers (two hosts\' routers)', () => {
   it('two machines creating the same hive\'s streams at the same moment both start (the loser of the race tries again)', async () => {
     // Without the retry 2 of 80 pairs failed with "subjects overlap with an existing stream" in a
@@ -325,17 +334,52 @@ describe('jetstream transport: inboxes shared by two deliverers (two hosts\' rou
     expect(again.map((o) => o.status)).toEqual(['duplicate', 'duplicate', 'duplicate', 'duplicate', 'duplicate', 'delivered']);
     expect((await one.read('b', 0)).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
   });
+
+  it("two deliverers taking turns on one inbox (a client whose agents run on two hosts) learn each other's writes from the inbox's feed, not by reading them back; a feed whose consumer is gone falls back to the stream", async () => {
+    const prefix = `turns${process.pid}`;
+    const open2 = async () => {
+      const t = await createJetStreamTransport({ servers: [server!.url], prefix, duplicateWindowMs: 100, feedWaitMs: 200 });
+      opened.push(t);
+      await t.ensureAgent('b');
+      return t;
+    };
+    const one = await open2();
+    const two = await open2();
+    const gets = await countGets(`${prefix}_IN_b`);
+    const sent: string[] = [];
+    const take = async (rounds: number) => {
+      for (let i = 0; i < rounds; i++) {
+        const m = createMessage({ from: i % 2 ? 'c' : 'a', to: 'b', act: 'inform', body: `turn ${sent.length}` });
+        sent.push(m.id);
+        const [outcome] = await (i % 2 ? two : one).deliver('b', [m]);
+        expect(outcome!.status).toBe('delivered');
+      }
+    };
+    await take(40);
+    // Each deliverer reads the other's write back once (its first conflict, while its feed
+    // opens); before, every turn did: 38 of 40.
+    expect(gets.count()).toBeLessThanOrEqual(6);
+    // What the other wrote is known here without a read: a duplicate, past JetStream's window.
+    await new Promise((r) => setTimeout(r, 300));
+    const fromTwo = (await one.read('b', 0)).filter((e) => e.message.from === 'c').map((e) => e.message);
+    const readGets = gets.count();
+    expect((await one.deliver('b', fromTwo.slice(-3))).map((o) => o.status)).toEqual(['duplicate', 'duplicate', 'duplicate']);
+    expect(gets.count()).toBe(readGets);
+    // The inbox's consumers removed on the server (as after it started again): the feeds
+    // stop passing writes on, and the deliverers read them from the stream instead.
+    const nc = await connect({ servers: [server!.url] });
+    const jsm = await jetstreamManager(nc);
+    for await (const c of jsm.consumers.list(`${prefix}_IN_b`)) await jsm.consumers.delete(`${prefix}_IN_b`, c.name);
+    await nc.close();
+    await take(10);
+    const entries = await one.read('b', 0);
+    expect(entries.map((e) => e.seq)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    expect(entries.map((e) => e.id)).toEqual(sent);
+    await gets.close();
+  });
 });
 
 describe('jetstream transport: a read that found nothing is not made again while nothing was heard', () => {
-  /** Counts the STREAM.MSG.GET requests on `stream` (a subscriber on their subject). */
-  async function countGets(stream: string): Promise<{ count: () => number; close: () => Promise<void> }> {
-    const nc = await connect({ servers: [server!.url] });
-    let gets = 0;
-    nc.subscribe(`$JS.API.STREAM.MSG.GET.${stream}`, { callback: () => void gets++ });
-    await nc.flush();
-    return { count: () => gets, close: () => nc.close() };
-  }
   const until = async (what: string, done: () => Promise<boolean> | boolean) => {
     for (const deadline = Date.now() + 5_000; !(await done()); await new Promise((r) => setTimeout(r, 20))) if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`);
   };

@@ -40,6 +40,8 @@ export class SubjectFeed {
     /** The first stream sequence the feed covers. */
     readonly start: number,
     private readonly onMessage: () => void,
+    /** Holding more than this unread stops the feed (the caller reads from the stream instead). */
+    private readonly limits: { messages: number; bytes: number } = { messages: MAX_HELD, bytes: MAX_HELD_BYTES },
   ) {}
 
   async open(): Promise<this> {
@@ -59,7 +61,7 @@ export class SubjectFeed {
         this.heldBytes += m.data.length;
         this.passedAll = m.info.pending === 0;
         // Nobody reads it any more (its agent runs elsewhere now): let it go rather than grow.
-        if (this.held.length > MAX_HELD || this.heldBytes > MAX_HELD_BYTES) return this.close();
+        if (this.held.length > this.limits.messages || this.heldBytes > this.limits.bytes) return this.close();
         this.onMessage();
       }
     })().catch(() => undefined).finally(() => {

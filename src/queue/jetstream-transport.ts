@@ -15,6 +15,7 @@ import type { DeadLetterReason } from './dead-letter.ts';
 import type { AgentLink, ConversationStore, PendingItem, RestoredAgent, Transport } from './transport.ts';
 import { FencedFiles } from './jetstream-files.ts';
 import { plantActive } from '../testing/seams.ts';
+import { SharedInboxes } from './jetstream-shared-inboxes.ts';
 import { SubjectFeed, type FedMsg } from './jetstream-feed.ts';
 import { RepeatMarker } from './repeat-marker.ts';
 import type { ConversationReplica } from '../session/replica.ts';
@@ -233,6 +234,8 @@ class JetStreamTransportImpl implements JetStreamTransport {
   private readonly feeds = new Map<string, Promise<SubjectFeed | null>>();
   /** The same, once opened: a publish heard on a subject with a working feed waits for the feed. */
   private readonly liveFeeds = new Map<string, SubjectFeed>();
+  /** Feeds of the inboxes another deliverer writes to as well (publishInOrder). */
+  private readonly shared: SharedInboxes;
   private readonly sentListeners = new Set<(sender: string) => void>();
   /** Per subject heard while its feed was usable, the check that the feed passed it on. */
   private readonly stallChecks = new Map<string, NodeJS.Timeout>();
@@ -269,6 +272,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     readonly pollMs: number,
     private readonly feedWaitMs: number,
   ) {
+    this.shared = new SharedInboxes(js, (id) => this.inboxStream(id), (id) => this.inboxSubject(id), feedWaitMs);
     void (async () => {
       for await (const st of nc.status()) {
         if (st.type !== 'disconnect' && st.type !== 'reconnect') continue;
@@ -291,6 +295,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     for (const f of this.feeds.values()) void f.then((x) => x?.close());
     this.feeds.clear();
     this.liveFeeds.clear();
+    this.shared.clear();
     this.heardSinceRead.clear();
     for (const link of this.links.values()) link.dropFeed();
     for (const sender of new Set(senders)) this.sentListeners.forEach((l) => l(sender));
@@ -592,6 +597,14 @@ class JetStreamTransportImpl implements JetStreamTransport {
   private async publishInOrder(recipient: string, state: InboxState, fresh: HiveMessage[]): Promise<(number | 'duplicate')[]> {
     const out: (number | 'duplicate' | undefined)[] = fresh.map(() => undefined);
     for (let round = 0; ; round++) {
+      // What another deliverer wrote since, as far as the inbox's feed (kept once the inbox
+      // was seen shared) has pushed it here: learnt first, so the publish expects the right
+      // last sequence and a message the other wrote is a duplicate here.
+      const held = this.shared.heldAfter(recipient, state.last);
+      if (held.length > 0) {
+        for (const e of await this.entriesOf(recipient, held)) state.ids.add(e.id);
+        state.last = Math.max(state.last, held.at(-1)!.seq);
+      }
       const left = fresh.flatMap((_, k) => (out[k] === undefined ? [k] : []));
       for (const k of left) if (state.ids.has(fresh[k]!.id) && !plantActive('no-idempotency')) out[k] = 'duplicate'; // written by the other deliverer
       const todo = left.filter((k) => out[k] === undefined);
@@ -630,7 +643,8 @@ class JetStreamTransportImpl implements JetStreamTransport {
       // its answer to a wrong expected one ("wrong last sequence: 42"), else asked for.
       const reported = /wrong last sequence: (\d+)/i.exec(errorMessage(conflict));
       const last = reported ? Number(reported[1]) : await this.lastSeqOf(recipient);
-      for (const e of await this.readRange(recipient, before + 1, last)) state.ids.add(e.id);
+      const written = await this.shared.since(recipient, before + 1, last, (from, to) => this.storedRange(recipient, from, to));
+      for (const e of await this.entriesOf(recipient, written)) state.ids.add(e.id);
       state.last = Math.max(state.last, last);
     }
   }
@@ -709,13 +723,18 @@ class JetStreamTransportImpl implements JetStreamTransport {
    * timeouts).
    */
   async readRange(recipient: string, from: number, to: number): Promise<InboxEntry[]> {
+    return this.entriesOf(recipient, await this.storedRange(recipient, from, to));
+  }
+
+  /** readRange's messages as stored, not parsed. */
+  private async storedRange(recipient: string, from: number, to: number): Promise<FedMsg[]> {
     const stream = this.inboxStream(recipient);
-    const got: StoredMsg[] = [];
+    const got: FedMsg[] = [];
     for (let at = Math.max(1, from); at <= to; at += READ_WINDOW) {
       const seqs = Array.from({ length: Math.min(READ_WINDOW, to - at + 1) }, (_, i) => at + i);
-      for (const m of await Promise.all(seqs.map((seq) => this.getStored(stream, seq)))) if (m) got.push(m);
+      for (const m of await Promise.all(seqs.map((seq) => this.getStored(stream, seq)))) if (m) got.push({ seq: m.seq, subject: m.subject, data: m.data });
     }
-    return this.entriesOf(recipient, got.map((m) => ({ seq: m.seq, subject: m.subject, data: m.data })));
+    return got;
   }
 
   private getStored(stream: string, seq: number): Promise<StoredMsg | null> {
@@ -861,6 +880,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     this.closed = true;
     for (const l of [...this.links.values()]) l.close();
     for (const f of this.feeds.values()) void f.then((x) => x?.close());
+    this.shared.clear();
     for (const t of this.stallChecks.values()) clearTimeout(t);
     void this.nc.close();
   }
@@ -870,6 +890,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
     this.closed = true;
     for (const l of [...this.links.values()]) l.close();
     for (const f of this.feeds.values()) void f.then((x) => x?.close());
+    this.shared.clear();
     for (const t of this.stallChecks.values()) clearTimeout(t);
     await this.nc.drain();
   }
