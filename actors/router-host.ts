@@ -247,7 +247,9 @@ const api: RouterHostApi = {
       // sender that runs here, is routed here.
       const js = transport.jetstream!;
       await Promise.all([...new Set([...init.cluster.agents, ...directory().all])].map((id) => js.ensureAgent(id)));
-      stopCommits = js.onSent((sender) => runsHere(sender) && outboxChanged([sender]));
+      // Heard on NATS, not in a file: a light look (the sender's local files are read only
+      // when no working watch would report them).
+      stopCommits = js.onSent((sender) => runsHere(sender) && outboxChanged([sender], true));
       outboxChanged();
       await reportDurability(js, init.cluster);
       // Every agent's: a leased one takes its lease after this (the first machine with entries brings them).
@@ -273,7 +275,8 @@ const api: RouterHostApi = {
   attachHost(hostId, agents, port) {
     hosts.attach(hostId, agents, port, (m) => {
       if (m.commits) routing.offerCommits?.(m.commits);
-      outboxChanged(m.senders, m.commits !== undefined); // a kick with its commits: no file changed
+      // A kick with its commits, or in cluster mode (a commit went to NATS): no file changed.
+      outboxChanged(m.senders, m.commits !== undefined || init.cluster !== undefined);
     });
   },
   updateHost(hostId, agents) {

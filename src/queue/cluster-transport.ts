@@ -3,7 +3,7 @@ import type { DeadLetterReason } from './dead-letter.ts';
 import type { FsTransport } from './fs-transport.ts';
 import type { JetStreamTransport } from './jetstream-transport.ts';
 import type { InboxEntry } from './inbox.ts';
-import type { AgentLink, PendingItem, Transport } from './transport.ts';
+import type { AgentLink, PendingItem, PendingOptions, Transport } from './transport.ts';
 import type { DeliveryOutcome } from './inbox-writer.ts';
 
 /**
@@ -38,12 +38,14 @@ export function createClusterTransport(js: JetStreamTransport, files: FsTranspor
     async send(messages: HiveMessage[]) {
       await files.send(messages);
     },
-    async pending(sender: string, limit = Infinity): Promise<PendingItem[]> {
+    async pending(sender: string, limit = Infinity, pendingOptions?: PendingOptions): Promise<PendingItem[]> {
       if (!options.local.has(sender)) js.release(sender); // it runs elsewhere now: its feeds would only fill up
       const fromJs = options.local.has(sender) ? (await js.pending(sender, limit)).map((p) => ({ ...p, ref: JS + p.ref })) : [];
       if (fromJs.length > 0) handed.set(sender, new Map(fromJs.map((p) => [p.ref, p])));
       const left = limit - fromJs.length;
-      return left > 0 ? [...fromJs, ...(await files.pending(sender, Number.isFinite(left) ? left : undefined))] : fromJs;
+      // A light look (a publish heard on NATS, with a working watch on the sender's outbox):
+      // the local files are not read.
+      return left > 0 ? [...fromJs, ...(await files.pending(sender, Number.isFinite(left) ? left : undefined, pendingOptions))] : fromJs;
     },
     async settle(sender: string, refs: string[]) {
       const { fromJs, fromFiles } = split(refs);
