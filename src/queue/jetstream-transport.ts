@@ -113,6 +113,21 @@ const FEED_WAIT_MS = 3;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
+/**
+ * Adds a delivered id to a deliverer's set, which keeps the newest ones: from twice
+ * DEDUPE_HORIZON on, the oldest beyond it are let go (a router delivering for weeks does not
+ * hold every id it ever saw).
+ */
+function rememberId(ids: Set<string>, id: string): void {
+  ids.add(id);
+  if (ids.size <= DEDUPE_HORIZON * 2 + 1_000) return;
+  let drop = ids.size - DEDUPE_HORIZON * 2;
+  for (const old of ids) {
+    if (drop-- <= 0) break;
+    ids.delete(old);
+  }
+}
+
 /** An agent id as one subject token and part of a stream name ('.' is neither). */
 function token(id: string): string {
   return id.replaceAll('.', '=');
@@ -577,7 +592,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
         if (outcomes[i] !== null) continue;
         const m = fresh[k]!;
         const ack = acks[k++]!;
-        state.ids.add(m.id);
+        rememberId(state.ids, m.id);
         outcomes[i] = ack === 'duplicate' ? ({ status: 'duplicate', id: m.id } as DeliveryOutcome) : ({ status: 'delivered', id: m.id, seq: ack } as DeliveryOutcome);
       }
       if (fresh.length > 0) this.links.get(recipient)?.notify();
@@ -602,7 +617,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
       // last sequence and a message the other wrote is a duplicate here.
       const held = this.shared.heldAfter(recipient, state.last);
       if (held.length > 0) {
-        for (const e of await this.entriesOf(recipient, held)) state.ids.add(e.id);
+        for (const e of await this.entriesOf(recipient, held)) rememberId(state.ids, e.id);
         state.last = Math.max(state.last, held.at(-1)!.seq);
       }
       const left = fresh.flatMap((_, k) => (out[k] === undefined ? [k] : []));
@@ -632,7 +647,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
         else if (r.value.duplicate || r.value.seq <= 0) conflict ??= new Error(`wrong last sequence: an unexpected duplicate ack (seq ${r.value.seq})`);
         else {
           out[k] = r.value.seq;
-          state.ids.add(fresh[k]!.id); // known at once: a later failure of the batch must not forget it
+          rememberId(state.ids, fresh[k]!.id); // known at once: a later failure of the batch must not forget it
           state.last = Math.max(state.last, r.value.seq);
         }
       });
@@ -644,7 +659,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
       const reported = /wrong last sequence: (\d+)/i.exec(errorMessage(conflict));
       const last = reported ? Number(reported[1]) : await this.lastSeqOf(recipient);
       const written = await this.shared.since(recipient, before + 1, last, (from, to) => this.storedRange(recipient, from, to));
-      for (const e of await this.entriesOf(recipient, written)) state.ids.add(e.id);
+      for (const e of await this.entriesOf(recipient, written)) rememberId(state.ids, e.id);
       state.last = Math.max(state.last, last);
     }
   }
