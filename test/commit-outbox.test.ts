@@ -15,6 +15,7 @@ import { CommitLogTail, readCommitted, readRouted } from '../src/queue/commit-ou
 import type { CommitHint } from '../src/queue/transport.ts';
 import { listDeadLetters } from '../src/queue/dead-letter.ts';
 import type { PersistedAgentContext } from '../machines/agent.ts';
+import { seededRandom } from './helpers/power-loss/crash-states.ts';
 
 /**
  * The commit record is the outbox (docs/architecture.md): an agent actor's messages are
@@ -31,6 +32,22 @@ async function hive() {
 
 const context = (turns: number): PersistedAgentContext => ({ agentId: 'a', cursor: turns, handled: turns, turns, brainState: { pad: 'x'.repeat(400) }, timers: [] });
 const note = (i: number): HiveMessage => createMessage({ from: 'a', to: 'b', act: 'inform', body: `note ${i}` });
+
+/**
+ * Agent a's commit log of 4 KiB and the router's tail of it, with commits padded to
+ * 150–650 bytes at random (seeded): a wrap every few commits, older lines left past the
+ * write offset. `rand(n)` is the same seeded sequence, for the test's other choices.
+ */
+function wrappingLog(root: string, seed: number) {
+  const next = seededRandom(seed);
+  const rand = (n: number) => Math.floor(next() * n);
+  return {
+    store: new StateStore(root, 'a', 0, 4096),
+    tail: new CommitLogTail(root, 'a'),
+    rand,
+    padded: (commit: number) => ({ ...context(commit), brainState: { pad: 'x'.repeat(150 + rand(500)) } }),
+  };
+}
 const route = (root: string, t = createFsTransport(root)) => routeOnce({ root, transport: t, settings: { ...DEFAULT_ROUTER_SETTINGS, settleMs: 0 } });
 
 describe('the commit record as the outbox', () => {
@@ -229,20 +246,13 @@ describe('the commit record as the outbox', () => {
 
   it('the router\'s tail of a log reads each commit once, in order, across many wraps, never stopping at the older lines past the newest', async () => {
     const root = await hive();
-    // 4 KiB log, lines of 0.5-1 KiB: a wrap every few commits, older lines left past the write offset;
-    // a burst of 3 lines never reaches a line of its own burst (no spill needed here).
-    const store = new StateStore(root, 'a', 0, 4096);
-    const tail = new CommitLogTail(root, 'a');
-    let seed = 7;
-    const rand = (n: number) => (seed = (seed * 16807) % 2147483647) % n;
+    // A burst of 3 lines never reaches a line of its own burst (no spill needed here).
+    const { store, tail, rand, padded } = wrappingLog(root, 7);
     const seen: number[] = [];
     let routed = 1;
     for (let commit = 1; commit <= 400; ) {
       const burst = 1 + rand(3); // the router reads after 1-3 commits (the log holds at least 2 lines)
-      for (let k = 0; k < burst && commit <= 400; k++, commit++) {
-        const ctx = { ...context(commit), brainState: { pad: 'x'.repeat(150 + rand(500)) } };
-        store.append(ctx, [note(commit)]);
-      }
+      for (let k = 0; k < burst && commit <= 400; k++, commit++) store.append(padded(commit), [note(commit)]);
       const through = commit - 1;
       const records = tail.records(through, routed).filter((r) => r.commit <= through && r.commit >= routed);
       for (const r of records) seen.push(r.commit);
@@ -253,10 +263,7 @@ describe('the commit record as the outbox', () => {
   });
   it('commits told by their host are taken in order with the lines read from the log, across many wraps: each commit once, with its messages', async () => {
     const root = await hive();
-    const store = new StateStore(root, 'a', 0, 4096);
-    const tail = new CommitLogTail(root, 'a');
-    let seed = 11;
-    const rand = (n: number) => (seed = (seed * 16807) % 2147483647) % n;
+    const { store, tail, rand, padded } = wrappingLog(root, 11);
     const seen: string[] = [];
     let routed = 1;
     let told = 0;
@@ -264,8 +271,7 @@ describe('the commit record as the outbox', () => {
       const burst = 1 + rand(3);
       const hints: CommitHint[] = [];
       for (let k = 0; k < burst && commit <= 400; k++, commit++) {
-        const ctx = { ...context(commit), brainState: { pad: 'x'.repeat(150 + rand(500)) } };
-        const prepared = store.prepare(ctx, [note(commit)]);
+        const prepared = store.prepare(padded(commit), [note(commit)]);
         store.write(prepared);
         // As the link tells them (a wrap too: its end is 0, the log goes on there), and at random not at all.
         if (rand(4) > 0) hints.push({ agent: 'a', commit: prepared.record.commit, end: store.logEnd, messages: prepared.record.lastTurn.messages });

@@ -13,6 +13,7 @@ import { appendEvent } from '../log/event-log.ts';
 import { crashPoint } from '../testing/crash-point.ts';
 import { plantActive } from '../testing/seams.ts';
 import { committedCursor } from './committed-cursor.ts';
+import { addRecent } from './recent-ids.ts';
 import { recoverTail } from './inbox-reconcile.ts';
 import { decodeEntryLine, encodeEntryLine, isRealSegment, listSegments, readSegmentFrom, segmentName, splitLines, SYNCED_NAME, type Segment } from './inbox-log.ts';
 
@@ -225,15 +226,7 @@ export class InboxWriter implements Reopenable {
   }
 
   private remember(id: string): void {
-    this.ids.add(id);
-    // Bound memory: forget the oldest ids once far beyond the horizon.
-    if (this.ids.size > this.doneCap * 2 + 1_000) {
-      let drop = this.ids.size - this.doneCap * 2;
-      for (const old of this.ids) {
-        if (drop-- <= 0) break;
-        this.ids.delete(old);
-      }
-    }
+    addRecent(this.ids, id, this.doneCap);
   }
 
   /** Recovery: reads the segments, cuts a torn tail, flushes the last segment, rewrites `.synced`. */

@@ -131,3 +131,14 @@ export class SubjectFeed {
     void this.messages?.close().catch(() => undefined);
   }
 }
+
+/**
+ * The leading run of `msgs` with seqs `from`, `from + 1`, …: a hole ends it (a feed whose
+ * consumer started again further on, or a seq deleted by hand). What lies past it is read
+ * from the stream, never skipped.
+ */
+export function contiguousFrom(msgs: FedMsg[], from: number): FedMsg[] {
+  let n = 0;
+  while (n < msgs.length && msgs[n]!.seq === from + n) n++;
+  return n === msgs.length ? msgs : msgs.slice(0, n);
+}

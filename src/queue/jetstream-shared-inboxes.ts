@@ -1,5 +1,5 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
-import { SubjectFeed, type FedMsg } from './jetstream-feed.ts';
+import { contiguousFrom, SubjectFeed, type FedMsg } from './jetstream-feed.ts';
 
 /** Inboxes a deliverer keeps a feed of at most (the ones another deliverer wrote to most lately). */
 const MAX_SHARED_FEEDS = 64;
@@ -155,11 +155,4 @@ export class SharedInboxes {
   clear(): void {
     for (const id of [...this.feeds.keys()]) this.drop(id);
   }
-}
-
-/** The leading run of `msgs` with seqs `from`, `from + 1`, …: a hole ends it (read from the stream). */
-function contiguousFrom(msgs: FedMsg[], from: number): FedMsg[] {
-  let n = 0;
-  while (n < msgs.length && msgs[n]!.seq === from + n) n++;
-  return n === msgs.length ? msgs : msgs.slice(0, n);
 }

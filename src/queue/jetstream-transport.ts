@@ -16,7 +16,8 @@ import type { AgentLink, ConversationStore, PendingItem, RestoredAgent, Transpor
 import { FencedFiles } from './jetstream-files.ts';
 import { plantActive } from '../testing/seams.ts';
 import { SharedInboxes } from './jetstream-shared-inboxes.ts';
-import { SubjectFeed, type FedMsg } from './jetstream-feed.ts';
+import { addRecent } from './recent-ids.ts';
+import { contiguousFrom, SubjectFeed, type FedMsg } from './jetstream-feed.ts';
 import { RepeatMarker } from './repeat-marker.ts';
 import type { ConversationReplica } from '../session/replica.ts';
 
@@ -112,21 +113,6 @@ const FEED_TRUST_POLLS = 10;
 const FEED_WAIT_MS = 3;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
-
-/**
- * Adds a delivered id to a deliverer's set, which keeps the newest ones: from twice
- * DEDUPE_HORIZON on, the oldest beyond it are let go (a router delivering for weeks does not
- * hold every id it ever saw).
- */
-function rememberId(ids: Set<string>, id: string): void {
-  ids.add(id);
-  if (ids.size <= DEDUPE_HORIZON * 2 + 1_000) return;
-  let drop = ids.size - DEDUPE_HORIZON * 2;
-  for (const old of ids) {
-    if (drop-- <= 0) break;
-    ids.delete(old);
-  }
-}
 
 /** An agent id as one subject token and part of a stream name ('.' is neither). */
 function token(id: string): string {
@@ -592,7 +578,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
         if (outcomes[i] !== null) continue;
         const m = fresh[k]!;
         const ack = acks[k++]!;
-        rememberId(state.ids, m.id);
+        addRecent(state.ids, m.id, DEDUPE_HORIZON);
         outcomes[i] = ack === 'duplicate' ? ({ status: 'duplicate', id: m.id } as DeliveryOutcome) : ({ status: 'delivered', id: m.id, seq: ack } as DeliveryOutcome);
       }
       if (fresh.length > 0) this.links.get(recipient)?.notify();
@@ -617,7 +603,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
       // last sequence and a message the other wrote is a duplicate here.
       const held = this.shared.heldAfter(recipient, state.last);
       if (held.length > 0) {
-        for (const e of await this.entriesOf(recipient, held)) rememberId(state.ids, e.id);
+        for (const e of await this.entriesOf(recipient, held)) addRecent(state.ids, e.id, DEDUPE_HORIZON);
         state.last = Math.max(state.last, held.at(-1)!.seq);
       }
       const left = fresh.flatMap((_, k) => (out[k] === undefined ? [k] : []));
@@ -647,7 +633,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
         else if (r.value.duplicate || r.value.seq <= 0) conflict ??= new Error(`wrong last sequence: an unexpected duplicate ack (seq ${r.value.seq})`);
         else {
           out[k] = r.value.seq;
-          rememberId(state.ids, fresh[k]!.id); // known at once: a later failure of the batch must not forget it
+          addRecent(state.ids, fresh[k]!.id, DEDUPE_HORIZON); // known at once: a later failure of the batch must not forget it
           state.last = Math.max(state.last, r.value.seq);
         }
       });
@@ -659,7 +645,7 @@ class JetStreamTransportImpl implements JetStreamTransport {
       const reported = /wrong last sequence: (\d+)/i.exec(errorMessage(conflict));
       const last = reported ? Number(reported[1]) : await this.lastSeqOf(recipient);
       const written = await this.shared.since(recipient, before + 1, last, (from, to) => this.storedRange(recipient, from, to));
-      for (const e of await this.entriesOf(recipient, written)) rememberId(state.ids, e.id);
+      for (const e of await this.entriesOf(recipient, written)) addRecent(state.ids, e.id, DEDUPE_HORIZON);
       state.last = Math.max(state.last, last);
     }
   }
@@ -962,10 +948,8 @@ class JetStreamAgentLink implements AgentLink {
     const held = feed?.after(afterSeq + 1, limit) ?? [];
     // Only the run of seqs right after the cursor: a feed that skipped one (its consumer
     // started again further on) must not make the agent skip it too; the stream has it.
-    let run = 0;
-    while (run < held.length && held[run]!.seq === afterSeq + 1 + run) run++;
-    const whole = run === held.length;
-    const fed = whole ? held : held.slice(0, run);
+    const fed = contiguousFrom(held, afterSeq + 1);
+    const whole = fed.length === held.length;
     const entries = await this.t.entriesOf(this.agentId, fed);
     for (const e of entries) this.heard.delete(e.id);
     // All the feed holds was the inbox's end as its consumer last saw it: no request (an
