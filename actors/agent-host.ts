@@ -145,6 +145,8 @@ const api: AgentHostApi = {
   attachRouter(port) {
     routerPort?.close();
     routerPort = port;
+    // A new router: the one before it may have died between a flush and its wake.
+    transport.lookAll?.();
     port.on('message', (m: RouterLinkMessage) => {
       if (m.type !== 'wake') return;
       if (!m.deliveries || !transport.offerDeliveries) return transport.notify(m.agents);

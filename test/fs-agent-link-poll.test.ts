@@ -7,6 +7,7 @@ import { FsAgentLink } from '../src/queue/fs-agent-link.ts';
 import { createFsTransport } from '../src/queue/fs-transport.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { tempRoot } from './helpers/temp.ts';
+import { crashRouter, fastConfig, nextEvent, startHive } from './helpers/hive.ts';
 
 /** A hive with agent `a`, its link restored (polls driven by hand), and a context at a given cursor. */
 async function restoredLink() {
@@ -20,33 +21,41 @@ async function restoredLink() {
 }
 
 describe('fs agent link: the safety poll of an idle agent', () => {
-  it('wakes its listener only when inbox/.synced changed (a delivery), and every 15th tick regardless', async () => {
+  it('looks at its inbox on one tick in 15: wakes its listener when inbox/.synced changed (a delivery) or entries wait after its cursor; lookNow looks at once', async () => {
     const root = tempRoot();
     await ensureHive(root);
     await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
     const router = createFsTransport(root);
     const deliver = (body: string) => router.deliver('a', [createMessage({ from: 'god', to: 'a', act: 'inform', body })]);
-    await deliver('before the link listens');
     const link = new FsAgentLink(root, 'a', { pollMs: 3_600_000 }); // ticks are driven by hand
     let woken = 0;
     link.onWork(() => (woken += 1));
     const tick = () => (link as unknown as { pollTick(): void }).pollTick();
 
-    // The inbox as it was when the listener came is the baseline (the listener reads what
-    // is there itself): the first ticks wake no one.
-    for (let i = 0; i < 11; i++) tick();
-    expect(woken).toBe(0); // idle: one lstat per tick, no wake
+    // Nothing was ever delivered: the looks find no inbox and wake no one.
+    for (let i = 0; i < 30; i++) tick();
+    expect(woken).toBe(0);
 
-    // A delivery by the router's transport rewrites .synced: the next tick wakes.
+    // A delivery by the router's transport rewrites .synced: the link's next look (not the
+    // next tick) wakes.
     await deliver('hello');
     expect(fs.existsSync(path.join(agentPaths(root, 'a').inbox, '.synced'))).toBe(true);
+    for (let i = 0; i < 14; i++) tick();
+    expect(woken).toBe(0);
     tick();
     expect(woken).toBe(1);
 
+    // Unchanged since, but the entry waits after the cursor (0): the next look wakes again
+    // (a listener that missed a wake hears again).
     for (let i = 0; i < 14; i++) tick();
     expect(woken).toBe(1);
-    tick(); // the 15th unchanged tick: entries wait after the cursor, a wake anyway (a listener that missed one hears again)
+    tick();
     expect(woken).toBe(2);
+
+    // lookNow (a new router: the dead one's wake may be lost) looks at once, between ticks.
+    await deliver('again');
+    link.lookNow();
+    expect(woken).toBe(3);
     router.close();
     link.close();
   });
@@ -66,12 +75,12 @@ describe('fs agent link: the safety poll of an idle agent', () => {
     let woken = 0;
     link.onWork(() => (woken += 1));
     const tick = () => (link as unknown as { pollTick(): void }).pollTick();
-    for (let i = 0; i < 45; i++) tick(); // three looks anyway
+    for (let i = 0; i < 45; i++) tick(); // three looks
     expect(woken).toBe(0);
     link.close();
   });
 
-  it('the links of one transport share one poll timer, and their every-15th-tick wakes are spread over its ticks', async () => {
+  it('the links of one transport share one poll timer, and their looks are spread over its ticks', async () => {
     const root = tempRoot();
     await ensureHive(root);
     const ids = Array.from({ length: 30 }, (_, i) => `a${i}`);
@@ -132,5 +141,30 @@ describe('fs agent link: the safety poll of an idle agent', () => {
     const dir = agentPaths(root, 'a').dir;
     expect(fs.readdirSync(dir).filter((n) => n.startsWith('.tmp-'))).toEqual([]);
     expect(JSON.parse(fs.readFileSync(agentPaths(root, 'a').cursor, 'utf8')).seq).toBe(3);
+  });
+});
+
+describe('a lost wake', () => {
+  it("a router that died between its inbox flush and its wake: the new router's link makes the agent look at once, not at its poll's next look", async () => {
+    const root = tempRoot();
+    const hive = await startHive(
+      fastConfig({
+        root,
+        agents: [{ id: 'echo', brain: { kind: 'echo' } }, { id: 'client', brain: { kind: 'external' } }],
+        // The poll cannot help (a look every 15 minutes); the router comes back after 1.5 s.
+        supervisor: { inboxPollMs: 60_000, restart: { backoff: { initialMs: 1_500, maxMs: 1_500, factor: 1, jitter: 0 } } },
+      }),
+    );
+    await crashRouter(hive);
+    // The dead router's last flush, which no wake followed: written by another instance
+    // while no router runs, as the router thread would have written it.
+    const writer = createFsTransport(root);
+    const request = createMessage({ from: 'client', to: 'echo', act: 'request', body: 'lost wake' });
+    await writer.deliver('echo', [request]);
+    writer.close();
+    const t0 = Date.now();
+    const reply = await nextEvent(hive, 'delivered', (d) => d.agent === 'client', 20_000);
+    expect(reply.from).toBe('echo');
+    expect(Date.now() - t0).toBeLessThan(15_000);
   });
 });

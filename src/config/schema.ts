@@ -227,7 +227,10 @@ export const HiveConfigSchema = z
         stopGraceMs: positiveInt.default(5_000),
         /** Crashes of one message before it is dead-lettered as poison. */
         poisonAfter: positiveInt.default(3),
-        /** Safety poll of each inbox, in ms (deliveries also wake actors directly). */
+        /**
+         * The tick of each agent host's safety poll, in ms: every inbox is looked at on one
+         * tick in 15, so a lost wake costs at most 15 ticks (deliveries wake actors directly).
+         */
         inboxPollMs: positiveInt.default(2_000),
         /** Inbox entries handled per commit by fast brains (echo, module). */
         turnBatch: positiveInt.default(128),

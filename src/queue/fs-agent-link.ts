@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 export interface FsAgentLinkOptions {
-  /** How often the link tells its listener to look for work without being told of any (ms). */
+  /** The poll's tick (ms): the link looks for work it was not told of on one tick in POLL_EVERY. */
   pollMs: number;
   /**
    * Runs `tick` every `pollMs` on a timer shared with the other links of its transport;
@@ -22,9 +22,9 @@ export interface FsAgentLinkOptions {
    */
   schedule?: (tick: () => void) => () => void;
   /**
-   * Where this link's count toward its every-15th-tick wake starts (0–14): the links of a
-   * shared timer tick together, and without a spread they would all wake their actors on
-   * the same tick (10,000 inbox reads at once every 30 s).
+   * Where this link's count toward its look starts (0–14): the links of a shared timer
+   * tick together, and without a spread they would all look on the same tick (10,000
+   * lstats at once every 30 s).
    */
   phase?: number;
 }
@@ -38,8 +38,11 @@ const MAX_HINTS = 256;
 /** How long a commit about to wrap the log waits for the router to read it (then spills). */
 const WRAP_WAIT_MS = 1_000;
 
-/** A poll tells its listeners of work at least every this many ticks, changed or not. */
-const POLL_ANYWAY_EVERY = 15;
+/** A link looks at its inbox on one poll tick in this many (docs/architecture.md, "Idle agents cost nothing"). */
+const POLL_EVERY = 15;
+
+/** What `look` sees where no delivery was ever made (no `inbox/.synced`). */
+const NO_INBOX = 'none';
 
 /**
  * An agent's side of the filesystem transport (docs/architecture.md, "Transport"): its
@@ -64,7 +67,7 @@ export class FsAgentLink implements AgentLink {
     private readonly onClose: () => void = () => undefined,
   ) {
     this.reader = new InboxReader(root, agentId);
-    this.phase = (options.phase ?? 0) % POLL_ANYWAY_EVERY;
+    this.phase = (options.phase ?? 0) % POLL_EVERY;
     this.syncedFile = path.join(agentPaths(root, agentId).inbox, SYNCED_NAME);
   }
 
@@ -202,31 +205,38 @@ export class FsAgentLink implements AgentLink {
   private ticks = 0;
 
   /**
-   * The safety poll. An idle agent costs one lstat of `inbox/.synced` per tick (rewritten
-   * at every delivery): its listeners hear of work when it changed, and every
-   * POLL_ANYWAY_EVERY ticks when entries wait after the last commit's cursor. Waking
-   * every idle agent's machine to read its inbox each tick was most of what 10,000 idle
-   * agents cost (bench:scale, --cpu-prof).
+   * The safety poll. A link looks at its inbox on one tick in POLL_EVERY (at its own phase,
+   * so the links sharing a timer spread their looks over its ticks): one lstat of
+   * `inbox/.synced`, rewritten at every delivery. Its listeners hear of work when that
+   * changed since the last look, or when entries wait after the last commit's cursor (one
+   * small read; not for an inbox nothing was ever delivered to). A lost wake costs at most
+   * POLL_EVERY ticks (30 s by default), never a message, and a new router makes every link
+   * look at once (`lookNow`): the one wake a crash can lose is a dead router's. An lstat of
+   * every idle agent on every tick was a third of both cores in an idle hive of 10,000
+   * agents (bench:scale, /proc per thread).
    */
   private pollTick(): void {
+    if (++this.ticks < POLL_EVERY) return;
+    this.ticks = 0;
+    this.lookNow();
+  }
+
+  /** One look (the poll's, or at once when the router was replaced): wakes the listeners if there may be work. */
+  lookNow(): void {
+    if (this.listeners.size === 0) return;
     const seen = this.look();
     const changed = seen !== this.polled;
     this.polled = seen;
-    if (!changed && ++this.ticks < POLL_ANYWAY_EVERY) return;
-    this.ticks = 0;
-    // The look anyway reads the inbox's end (`.synced`, one small read) and wakes the
-    // actor only when entries wait after its last commit: an XState step and an inbox
-    // read for each of 10,000 idle agents every 30 s was most of an idle big hive's CPU.
-    if (changed || this.hasEntriesAfter(this.cursor)) this.notify();
+    if (changed || (seen !== NO_INBOX && this.hasEntriesAfter(this.cursor))) this.notify();
   }
 
   /** `inbox/.synced` as one lstat sees it: any delivery changes it. */
   private look(): string {
     try {
-      const st = fs.lstatSync(this.syncedFile, { bigint: true });
-      return `${st.ino}:${st.mtimeNs}:${st.size}`;
+      const st = fs.lstatSync(this.syncedFile, { bigint: true, throwIfNoEntry: false });
+      return st ? `${st.ino}:${st.mtimeNs}:${st.size}` : NO_INBOX;
     } catch {
-      return 'none';
+      return NO_INBOX;
     }
   }
 

@@ -21,7 +21,7 @@ export interface FsTransportOptions {
   doneCap?: number;
   /** Bytes after which an inbox log starts a new segment (default 1 MiB). */
   segmentBytes?: InboxWriterOptions['segmentBytes'];
-  /** How often an agent's link looks for work it was not told of (ms, default 2000). */
+  /** The tick of the links' shared poll (ms, default 2000); each link looks on one tick in 15. */
   pollMs?: number;
   /** Keep what each delivery appended for `takeDeliveries` (the router's transport, whose wakes carry them). */
   tellDeliveries?: boolean;
@@ -31,6 +31,12 @@ export interface FsTransportOptions {
 export interface FsTransport extends Transport {
   /** Tells the links of these agents (opened by this instance) that there may be work. */
   notify(agents: Iterable<string>): void;
+  /**
+   * Every link opened by this instance looks at its inbox now, as its poll would
+   * (FsAgentLink.lookNow): the host's router was replaced, and a dead router's wake may
+   * have been lost.
+   */
+  lookAll(): void;
   /** The router's side: an agent's commits as its host told them (Transport.offerCommits). */
   offerCommits(hints: CommitHint[]): void;
   /** The agent host's side: the commits an agent's link made since the last call, for the router (FsAgentLink.takeCommitHints). */
@@ -248,6 +254,9 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
       return link;
     },
     notify,
+    lookAll() {
+      for (const link of links.values()) link.lookNow();
+    },
     offerCommits,
     takeCommitHints: (agent: string) => links.get(agent)?.takeCommitHints() ?? null,
     takeDeliveries: (recipient: string) => writers.get(recipient)?.takeTold() ?? [],

@@ -9,6 +9,8 @@ export type HostTransport = Transport & {
   takeCommitHints?(agent: string): CommitHint[] | null;
   /** The filesystem's: batches the router delivered to this host's agents (it told them with its wake). */
   offerDeliveries?(hints: DeliveryHint[]): void;
+  /** The filesystem's: every link looks at its inbox now (a new router: the old one's last wake may be lost). */
+  lookAll?(): void;
   /** Cluster mode: the JetStream transport under it (streams to make, commits to hear of). */
   jetstream?: JetStreamTransport;
 };
