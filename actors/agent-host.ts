@@ -8,7 +8,7 @@ import type { ActorInfo, AgentHostApi, BrainLoadFailure, HostedAgentSpec, Router
 import { errorMessage } from '../src/errors.ts';
 import { beginWorker, crashWorker, exposeWorker } from '../src/worker/host.ts';
 import { AgentActor } from '../src/agent/agent-actor.ts';
-import { warmTurnPath } from '../src/agent/warm-up.ts';
+import { warmsUp, warmTurnPath } from '../src/agent/warm-up.ts';
 import { openHostTransport } from '../src/queue/open-transport.ts';
 import { createBrain } from '../src/brains/create.ts';
 import { agentPaths } from '../src/layout/paths.ts';
@@ -81,11 +81,10 @@ let warming: Promise<void> | null = null;
 
 /**
  * Once per worker, after its first actors started: one scratch turn compiles the turn code
- * (src/agent/warm-up.ts). Not in a worker with test seams: a crash point or a planted bug
- * armed for the hive's turns would fire in the scratch turn instead.
+ * (src/agent/warm-up.ts), unless its test seams say otherwise (`warmsUp`).
  */
 function warmOnce(): void {
-  if (warming || init.seams) return;
+  if (warming || !warmsUp(init.seams)) return;
   warming = new Promise<void>((resolve) => setImmediate(() => void warmTurnPath(init.agentSettings!).catch(() => undefined).finally(resolve)));
 }
 

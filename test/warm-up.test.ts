@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/schema.ts';
 import { agentSettingsOf } from '../src/supervisor/agent-record.ts';
-import { warmTurnPath } from '../src/agent/warm-up.ts';
+import { warmsUp, warmTurnPath } from '../src/agent/warm-up.ts';
 
 const scratch = () => (fs.existsSync('/dev/shm') ? fs.readdirSync('/dev/shm') : []).filter((n) => n.startsWith('hive-warm-up-'));
 
@@ -14,5 +14,13 @@ describe("a worker's warm-up turn", () => {
     expect(ms).not.toBeNull();
     expect(ms!).toBeGreaterThan(0);
     expect(scratch()).toEqual(before);
+  });
+
+  it('is skipped only for a crash point or a planted bug (they would fire in the scratch turn), not for the fault ops every chaos and bench:scale run has', () => {
+    expect(warmsUp(undefined)).toBe(true);
+    expect(warmsUp({ faultOps: true })).toBe(true);
+    expect(warmsUp({ fsyncDelayMs: 5 })).toBe(true);
+    expect(warmsUp({ crashAt: 'commit.after-wal' })).toBe(false);
+    expect(warmsUp({ faultOps: true, plant: 'no-idempotency' })).toBe(false);
   });
 });

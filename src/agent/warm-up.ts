@@ -10,6 +10,7 @@ import { agentPaths } from '../layout/paths.ts';
 import { createMessage } from '../protocol/message.ts';
 import type { AgentSettings } from '../protocol/worker.ts';
 import { isAlive } from '../lock/owner.ts';
+import type { TestSeams } from '../testing/seams.ts';
 
 /** The scratch agent's id: random, so no agent of the hive's in this thread shares the actors' per-id table with it. */
 const WARM_ID = `warm-up-${randomUUID().slice(0, 12)}`;
@@ -62,6 +63,17 @@ export async function warmTurnPath(settings: AgentSettings): Promise<number | nu
       // a scratch folder left behind is swept by the next worker's warm-up
     }
   }
+}
+
+/**
+ * Whether a worker with these test seams warms up: not with a crash point or a planted bug
+ * armed for the hive's turns (it would fire in the scratch turn instead). The other seams
+ * leave turns alone; `faultOps` (the control socket's) is on in every `hive chaos` and
+ * bench:scale run, and skipping the warm-up for it made their first request to each worker
+ * ~10 ms slower (docs/architecture.md, "Idle agents cost nothing").
+ */
+export function warmsUp(seams: TestSeams | undefined): boolean {
+  return !seams?.crashAt && !seams?.plant;
 }
 
 /** Removes scratch hives of processes that are gone (killed during their warm-up). */
