@@ -5,6 +5,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import { createActor, fromPromise } from 'xstate';
 import { watchOutboxes, type OutboxWatcher } from '../src/router/outbox-watcher.ts';
+import { PassTurns } from '../src/router/pass-turns.ts';
 import { PendingOutboxes } from '../src/router/pending-outboxes.ts';
 import type { MainToRouterMessage, RouterHostApi, RouterToMainMessage } from '../src/protocol/worker.ts';
 import { Ingress, type IngressItem } from '../src/router/ingress.ts';
@@ -55,6 +56,7 @@ const telemetry = await startWorkerTelemetry(init.telemetry);
 const tracer = telemetry?.tracer ?? null;
 
 const pending = new PendingOutboxes();
+const passTurns = new PassTurns();
 /** The last reason logged for each sender whose outbox could not be routed. */
 const refusedTold = new Map<string, string>();
 
@@ -88,6 +90,7 @@ const wakeRecipients = (agents: string[]) => hosts.wake(agents, (a) => routing.t
 const machine = routerMachine.provide({
   actors: {
     routePass: fromPromise(async () => {
+      await passTurns.before();
       const latenciesMs: number[] = [];
       /** Recipients woken over a direct channel this pass: main need not wake them again. */
       const woken: string[] = [];
@@ -150,7 +153,9 @@ const machine = routerMachine.provide({
         const again = report.unsettledSenders;
         setTimeout(() => outboxChanged(again), 300).unref();
       }
-      return { delivered: report.delivered.length, rejected: report.rejected.length, more: report.more || (report.shortage === undefined && pending.sweeping()) };
+      const more = report.more || (report.shortage === undefined && pending.sweeping());
+      passTurns.after(more);
+      return { delivered: report.delivered.length, rejected: report.rejected.length, more };
     }),
   },
 });
