@@ -142,10 +142,12 @@ const api: AgentHostApi = {
     transport.notify(ids);
   },
   attachRouter(port) {
+    // A router replaced (not the first of this host): the one before it may have died
+    // between a flush and its wake. Its actors look at once; at a start they read their
+    // inboxes as they start.
+    if (routerPort) setImmediate(() => transport.lookAll?.());
     routerPort?.close();
     routerPort = port;
-    // A new router: the one before it may have died between a flush and its wake.
-    transport.lookAll?.();
     port.on('message', (m: RouterLinkMessage) => {
       if (m.type !== 'wake') return;
       if (!m.deliveries || !transport.offerDeliveries) return transport.notify(m.agents);

@@ -21,7 +21,7 @@ async function restoredLink() {
 }
 
 describe('fs agent link: the safety poll of an idle agent', () => {
-  it('looks at its inbox on one tick in 15: wakes its listener when inbox/.synced changed (a delivery) or entries wait after its cursor; lookNow looks at once', async () => {
+  it('looks at its inbox on one tick in 15 and wakes its listener when entries wait after its cursor; lookNow looks at once', async () => {
     const root = tempRoot();
     await ensureHive(root);
     await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
@@ -36,8 +36,7 @@ describe('fs agent link: the safety poll of an idle agent', () => {
     for (let i = 0; i < 30; i++) tick();
     expect(woken).toBe(0);
 
-    // A delivery by the router's transport rewrites .synced: the link's next look (not the
-    // next tick) wakes.
+    // A delivery by the router's transport: the link's next look (not the next tick) wakes.
     await deliver('hello');
     expect(fs.existsSync(path.join(agentPaths(root, 'a').inbox, '.synced'))).toBe(true);
     for (let i = 0; i < 14; i++) tick();
@@ -45,8 +44,8 @@ describe('fs agent link: the safety poll of an idle agent', () => {
     tick();
     expect(woken).toBe(1);
 
-    // Unchanged since, but the entry waits after the cursor (0): the next look wakes again
-    // (a listener that missed a wake hears again).
+    // The entry still waits after the cursor (0): the next look wakes again (a listener
+    // that missed a wake hears again).
     for (let i = 0; i < 14; i++) tick();
     expect(woken).toBe(1);
     tick();
@@ -60,7 +59,7 @@ describe('fs agent link: the safety poll of an idle agent', () => {
     link.close();
   });
 
-  it('an idle link whose cursor is at the end of its inbox is not woken by its look anyway', async () => {
+  it('an idle link whose cursor is at the end of its inbox is not woken by its looks', async () => {
     const root = tempRoot();
     await ensureHive(root);
     await ensureAgent(root, { id: 'a', brain: { kind: 'echo' } });
@@ -89,7 +88,7 @@ describe('fs agent link: the safety poll of an idle agent', () => {
     const cleared = vi.spyOn(globalThis, 'clearInterval');
     try {
       const t = createFsTransport(root, { pollMs: 3_600_000 }); // ticks are driven by hand
-      // Each inbox holds an entry its agent has not committed (cursor 0): the looks anyway wake it.
+      // Each inbox holds an entry its agent has not committed (cursor 0): its look wakes it.
       for (const id of ids) await t.deliver(id, [createMessage({ from: 'god', to: id, act: 'inform', body: 'waiting' })]);
       const wakes = new Map<string, number>(ids.map((id) => [id, 0]));
       const links = ids.map((id) => {
@@ -151,8 +150,8 @@ describe('a lost wake', () => {
       fastConfig({
         root,
         agents: [{ id: 'echo', brain: { kind: 'echo' } }, { id: 'client', brain: { kind: 'external' } }],
-        // The poll cannot help (a look every 15 minutes); the router comes back after 1.5 s.
-        supervisor: { inboxPollMs: 60_000, restart: { backoff: { initialMs: 1_500, maxMs: 1_500, factor: 1, jitter: 0 } } },
+        // The poll cannot help (a look every 15 minutes); the router comes back after 3 s.
+        supervisor: { inboxPollMs: 60_000, restart: { backoff: { initialMs: 3_000, maxMs: 3_000, factor: 1, jitter: 0 } } },
       }),
     );
     await crashRouter(hive);
@@ -162,6 +161,8 @@ describe('a lost wake', () => {
     const request = createMessage({ from: 'client', to: 'echo', act: 'request', body: 'lost wake' });
     await writer.deliver('echo', [request]);
     writer.close();
+    // Written before the new router linked to the host (else its look came too early to see it).
+    expect(hive.supervisor.routerWorker()).toBeNull();
     const t0 = Date.now();
     const reply = await nextEvent(hive, 'delivered', (d) => d.agent === 'client', 20_000);
     expect(reply.from).toBe('echo');

@@ -68,9 +68,8 @@ export async function warmTurnPath(settings: AgentSettings): Promise<number | nu
 /**
  * Whether a worker with these test seams warms up: not with a crash point or a planted bug
  * armed for the hive's turns (it would fire in the scratch turn instead). The other seams
- * leave turns alone; `faultOps` (the control socket's) is on in every `hive chaos` and
- * bench:scale run, and skipping the warm-up for it made their first request to each worker
- * ~10 ms slower (docs/architecture.md, "Idle agents cost nothing").
+ * leave turns alone, `faultOps` too, which every `hive chaos` and bench:scale run has
+ * (docs/architecture.md, "Idle agents cost nothing").
  */
 export function warmsUp(seams: TestSeams | undefined): boolean {
   return !seams?.crashAt && !seams?.plant;

@@ -228,8 +228,9 @@ export const HiveConfigSchema = z
         /** Crashes of one message before it is dead-lettered as poison. */
         poisonAfter: positiveInt.default(3),
         /**
-         * The tick of each agent host's safety poll, in ms: every inbox is looked at on one
-         * tick in 15, so a lost wake costs at most 15 ticks (deliveries wake actors directly).
+         * The tick of each agent host's safety poll, in ms (deliveries wake actors directly).
+         * On one machine each inbox is looked at on one tick in 15 (docs/architecture.md,
+         * "Idle agents cost nothing"); in cluster mode each agent's link checks on every tick.
          */
         inboxPollMs: positiveInt.default(2_000),
         /** Inbox entries handled per commit by fast brains (echo, module). */

@@ -41,8 +41,6 @@ const WRAP_WAIT_MS = 1_000;
 /** A link looks at its inbox on one poll tick in this many (docs/architecture.md, "Idle agents cost nothing"). */
 const POLL_EVERY = 15;
 
-/** What `look` sees where no delivery was ever made (no `inbox/.synced`). */
-const NO_INBOX = 'none';
 
 /**
  * An agent's side of the filesystem transport (docs/architecture.md, "Transport"): its
@@ -166,11 +164,10 @@ export class FsAgentLink implements AgentLink {
   onWork(listener: () => void): () => void {
     this.listeners.add(listener);
     if (!this.poll) {
-      // What the inbox looks like now is the poll's baseline: a subscriber reads what is
-      // there already (an agent's actor wakes itself once as it starts), so the first
-      // tick wakes no one unless a delivery came since. Waking all 10,000 agents of a big
-      // hive on its first tick after a start held every core for seconds (bench:scale).
-      this.polled = this.look();
+      // A subscriber reads what is there already (an agent's actor wakes itself once as it
+      // starts); the poll's looks wake it only for entries after its cursor. Waking all
+      // 10,000 agents of a big hive on the first tick after a start held every core for
+      // seconds (bench:scale).
       this.ticks = this.phase;
       this.poll = (this.options.schedule ?? ownTimer(this.options.pollMs))(() => this.pollTick());
     }
@@ -200,20 +197,14 @@ export class FsAgentLink implements AgentLink {
     for (const l of this.listeners) l();
   }
 
-  private polled = '';
   private readonly phase: number;
   private ticks = 0;
 
   /**
-   * The safety poll. A link looks at its inbox on one tick in POLL_EVERY (at its own phase,
-   * so the links sharing a timer spread their looks over its ticks): one lstat of
-   * `inbox/.synced`, rewritten at every delivery. Its listeners hear of work when that
-   * changed since the last look, or when entries wait after the last commit's cursor (one
-   * small read; not for an inbox nothing was ever delivered to). A lost wake costs at most
-   * POLL_EVERY ticks (30 s by default), never a message, and a new router makes every link
-   * look at once (`lookNow`): the one wake a crash can lose is a dead router's. An lstat of
-   * every idle agent on every tick was a third of both cores in an idle hive of 10,000
-   * agents (bench:scale, /proc per thread).
+   * The safety poll (docs/architecture.md, "Idle agents cost nothing"): a link looks at its
+   * inbox on one tick in POLL_EVERY, at its own phase, so the links sharing a timer spread
+   * their looks over its ticks. A lost wake costs at most POLL_EVERY ticks, never a message;
+   * a new router makes every link look at once (`lookNow`).
    */
   private pollTick(): void {
     if (++this.ticks < POLL_EVERY) return;
@@ -221,22 +212,23 @@ export class FsAgentLink implements AgentLink {
     this.lookNow();
   }
 
-  /** One look (the poll's, or at once when the router was replaced): wakes the listeners if there may be work. */
+  /**
+   * One look: the listeners hear of work when entries wait after the last commit's cursor.
+   * An lstat of `inbox/.synced` first (not there: nothing was ever delivered, nothing to
+   * read), then one small read of it. The read is needed even when `.synced` looks as it
+   * did: it keeps its size and inode, and its mtime is coarse.
+   */
   lookNow(): void {
     if (this.listeners.size === 0) return;
-    const seen = this.look();
-    const changed = seen !== this.polled;
-    this.polled = seen;
-    if (changed || (seen !== NO_INBOX && this.hasEntriesAfter(this.cursor))) this.notify();
+    if (this.inboxMade() && this.hasEntriesAfter(this.cursor)) this.notify();
   }
 
-  /** `inbox/.synced` as one lstat sees it: any delivery changes it. */
-  private look(): string {
+  /** Whether anything was ever delivered here (`inbox/.synced` is there): one lstat, no error object when not. */
+  private inboxMade(): boolean {
     try {
-      const st = fs.lstatSync(this.syncedFile, { bigint: true, throwIfNoEntry: false });
-      return st ? `${st.ino}:${st.mtimeNs}:${st.size}` : NO_INBOX;
+      return fs.lstatSync(this.syncedFile, { throwIfNoEntry: false }) !== undefined;
     } catch {
-      return NO_INBOX;
+      return false;
     }
   }
 

@@ -21,7 +21,7 @@ export interface FsTransportOptions {
   doneCap?: number;
   /** Bytes after which an inbox log starts a new segment (default 1 MiB). */
   segmentBytes?: InboxWriterOptions['segmentBytes'];
-  /** The tick of the links' shared poll (ms, default 2000); each link looks on one tick in 15. */
+  /** The tick of the links' shared poll (ms, default 2000; FsAgentLink, POLL_EVERY). */
   pollMs?: number;
   /** Keep what each delivery appended for `takeDeliveries` (the router's transport, whose wakes carry them). */
   tellDeliveries?: boolean;
@@ -148,7 +148,7 @@ export function createFsTransport(root: string, options: FsTransportOptions = {}
     });
   const rejectedLines = new Map<string, string>();
   const links = new Map<string, FsAgentLink>();
-  // The links' safety polls share one timer, their forced wakes spread over its ticks
+  // The links' safety polls share one timer, their looks spread over its ticks
   // (src/queue/fs-agent-link.ts, sharedTimer and phase).
   const pollMs = options.pollMs ?? 2_000;
   const polls = sharedTimer(pollMs);

@@ -1,11 +1,10 @@
 /**
  * Lets the router thread's event loop turn between the passes of one run (docs/architecture.md,
- * "A routing pass"). A pass that leaves more (a sweep's next slice of outboxes, a sender's
- * next batch) is followed at once by the next, through the router machine's promise
- * callbacks; with the passes' file system calls synchronous, a run of them never let the
- * thread see a message port or a file event. At 10,000 agents the safety poll's 512
- * outboxes are 16 passes of ~1.5 ms: an agent's kick with its reply, or a request's file
- * event, waited for all of them (traced: 20–30 ms of a request's 35–45 ms).
+ * "A routing pass"): a pass that leaves more is followed at once by the next through the
+ * router machine's promise callbacks, and a run of passes that deliver nothing (a sweep's
+ * slices: synchronous file system calls only) kept kicks and file events waiting until it
+ * ended. Input that comes during a pass is heard after at most the next one (a run started
+ * from input gets its first turn in the same loop iteration, after input was polled).
  */
 export class PassTurns {
   private continuing = false;
