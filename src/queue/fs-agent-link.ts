@@ -41,7 +41,6 @@ const WRAP_WAIT_MS = 1_000;
 /** A link looks at its inbox on one poll tick in this many (docs/architecture.md, "Idle agents cost nothing"). */
 const POLL_EVERY = 15;
 
-
 /**
  * An agent's side of the filesystem transport (docs/architecture.md, "Transport"): its
  * commit log (`state.json` + `state.wal`, which is also its outbox: the router reads the
