@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { median, round, summarize } from './bench/stats.ts';
 import type { Peer } from './bench/peers/peer.ts';
-import { peerWorkload } from './bench/peers/workload.ts';
+import { cpuMs, peerWorkload } from './bench/peers/workload.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
@@ -24,6 +24,7 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4_000);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const WARM = Number(process.env.BENCH_WARM ?? 8);
+const WARM_RTT = Number(process.env.BENCH_WARM_RTT ?? 1_600);
 const AGENTS = Array.from({ length: 8 }, (_, i) => `echo-${i}`);
 
 const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -47,19 +48,29 @@ const peers = [
 ];
 const { sent, backlog, roundTrip } = peerWorkload(AGENTS, progress);
 
-// A fixed warm-up (the same for both): every isolate's JIT settles over several backlogs.
+// A fixed warm-up (the same for both): every isolate's JIT settles over several backlogs,
+// and the one-in-flight path over its own round trips (its CPU per round trip falls by half
+// over the first ~1,500: each agent's isolate sees an eighth of them).
 for (let i = 0; i < WARM; i++) for (const p of peers) await backlog(p, REQUESTS, `warm${i}`);
-const results = new Map(peers.map((p) => [p.name, { pairs: [] as number[], cpu: [] as number[], rtt: [] as number[] }]));
+for (let i = 0; i < WARM_RTT; i++) {
+  for (const p of peers) {
+    await roundTrip(p, `warm-rtt-${i}`);
+    await new Promise((done) => setTimeout(done, 2));
+  }
+}
+const results = new Map(peers.map((p) => [p.name, { pairs: [] as number[], cpu: [] as number[], rtt: [] as number[], rttCpu: [] as number[] }]));
 for (let r = 0; r < ROUNDS; r++) {
   for (const p of r % 2 === 0 ? peers : [...peers].reverse()) {
     const res = results.get(p.name)!;
     const b = await backlog(p, REQUESTS, `r${r}`);
     res.pairs.push(b.pairsPerSecond);
     res.cpu.push(b.cpuMsPerPair);
+    const cpu0 = cpuMs([]);
     for (let i = 0; i < SAMPLES; i++) {
       res.rtt.push(await roundTrip(p, `r${r}-rtt-${i}`));
       await new Promise((done) => setTimeout(done, 2));
     }
+    res.rttCpu.push((cpuMs([]) - cpu0) / SAMPLES);
   }
 }
 await new Promise((done) => setTimeout(done, 200));
@@ -69,7 +80,7 @@ fs.rmSync(base, { recursive: true, force: true });
 
 const out = {
   benchmark: 'ab',
-  workload: { agents: AGENTS.length, agentsPerWorker: pooled, backlogRequests: REQUESTS, roundTripSamplesPerRound: SAMPLES, rounds: ROUNDS, warmUpBacklogs: WARM },
+  workload: { agents: AGENTS.length, agentsPerWorker: pooled, backlogRequests: REQUESTS, roundTripSamplesPerRound: SAMPLES, rounds: ROUNDS, warmUpBacklogs: WARM, warmUpRoundTrips: WARM_RTT },
   systems: Object.fromEntries(
     [...results].map(([name, r]) => [
       name,
@@ -77,6 +88,8 @@ const out = {
         pairsPerSecond: { median: round(median(r.pairs), 0), rounds: r.pairs.map((x) => round(x, 0)) },
         cpuMsPerPairAtSaturation: { median: round(median(r.cpu), 3), rounds: r.cpu.map((x) => round(x, 3)) },
         roundTripMs: summarize(r.rtt),
+        // The whole process's CPU (both hives: the other one idles meanwhile) per round trip.
+        cpuMsPerRoundTrip: { median: round(median(r.rttCpu), 2), rounds: r.rttCpu.map((x) => round(x, 2)) },
         exactlyOnce: checks[name],
       },
     ]),
