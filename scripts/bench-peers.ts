@@ -59,7 +59,7 @@ else peers.push(await startRedisPeer(path.join(base, 'redis'), AGENTS));
 // still left it rising by half over the next ten).
 const WARM_MIN = Number(process.env.BENCH_WARM_MIN ?? 5);
 const WARM_MAX = Number(process.env.BENCH_WARM_MAX ?? 15);
-const WARM_RTT_MIN = Number(process.env.BENCH_WARM_RTT_MIN ?? 3);
+const WARM_RTT_MIN = Number(process.env.BENCH_WARM_RTT_MIN ?? 6);
 const settled = (rates: number[]) => {
   const last = rates.slice(-3);
   return last.length === 3 && Math.max(...last) <= 1.1 * Math.min(...last);
