@@ -47,5 +47,7 @@ export default defineConfig({
   test: {
     maxWorkers: Math.max(2, os.availableParallelism() - 1),
     sequence: { sequencer: SlowFirst },
+    // The fixtures compiled once, before any test starts one (test/helpers/fixture-bundles.ts).
+    globalSetup: ['test/global-setup.ts'],
   },
 });

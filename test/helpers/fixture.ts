@@ -3,6 +3,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
+import { bundledFixture } from './fixture-bundles.ts';
 
 /** Children started by a test; any still running when it ends are killed (no leaks). */
 const children = new Set<ChildProcess>();
@@ -15,9 +16,13 @@ afterEach(() => {
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const FIXTURES = path.join(REPO, 'test', 'fixtures');
 
-/** Starts `test/fixtures/<name>` as a child process running TypeScript through tsx. */
+/**
+ * Starts `test/fixtures/<name>` as a child process: its compiled bundle when the suite's
+ * setup built it (test/helpers/fixture-bundles.ts), else the TypeScript through tsx.
+ */
 export function startFixture(name: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(FIXTURES, name), ...args], {
+  const bundle = bundledFixture(name);
+  const child = spawn(process.execPath, [...(bundle ? [bundle] : ['--import', 'tsx', path.join(FIXTURES, name)]), ...args], {
     cwd: REPO,
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],

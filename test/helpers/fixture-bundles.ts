@@ -1,0 +1,90 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { build, type Plugin } from 'esbuild';
+import { cachedBuild, saveBuild } from '../../src/supervisor/build-cache.mjs';
+import { BUNDLE_OPTIONS } from '../../src/supervisor/bundle.ts';
+
+/**
+ * The test fixtures (test/fixtures/*.ts, each a program a test runs as its own process) as
+ * compiled JavaScript. Started through tsx's loader, a fixture took 2.3–2.4 s and 3.1 s of
+ * CPU to print `ready` (crash-hive.ts: a hive of two agents); bundled, 1.1–1.3 s and 1.5 s.
+ * The suite starts ~100 of them on 2 cores, so that was about a minute of it.
+ *
+ * `bundleFixtures` runs once before the suite (test/global-setup.ts) and builds each
+ * fixture whose inputs changed (a manifest per fixture: src/supervisor/build-cache.mjs);
+ * `bundledFixture` finds the build, or null (the caller then runs the TypeScript through
+ * tsx, as before). The bundles live in `node_modules/.cache/hive/cli-…`, where
+ * src/package-files.ts takes a bundle for the checkout's own sources (`runningFromSource`),
+ * as it does the `hive` launcher's: a hive a fixture starts builds its workers from src/,
+ * exactly as under tsx.
+ */
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const FIXTURES = path.join(REPO, 'test', 'fixtures');
+/** Keyed by the checkout: a worktree that links this one's node_modules (bench:ab) shares the cache folder. */
+const KEY = createHash('sha256').update(REPO).digest('hex').slice(0, 8);
+const OUT = path.join(REPO, 'node_modules', '.cache', 'hive', `cli-fixtures-${KEY}`);
+
+const manifestOf = (name: string) => path.join(OUT, `${name}.manifest.json`);
+
+/** The compiled `test/fixtures/<name>`, current with its sources; null when there is none. */
+export function bundledFixture(name: string): string | null {
+  return cachedBuild(manifestOf(name));
+}
+
+/**
+ * A fixture finds files beside it (brains, CLI scripts) from its `import.meta.url`: in test
+ * files that stays the source file's URL. (Hive's own modules keep the bundle's, as in
+ * every other bundle of them.)
+ */
+const ownUrl: Plugin = {
+  name: 'fixture-own-url',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]test[\\/].*\.ts$/ }, (args) => ({
+      contents: fs.readFileSync(args.path, 'utf8').replace(/\bimport\.meta\.url\b/g, JSON.stringify(pathToFileURL(args.path).href)),
+      loader: 'ts',
+    }));
+  },
+};
+
+async function bundleOne(name: string): Promise<void> {
+  const stem = name.replace(/\.ts$/, '');
+  const result = await build({
+    ...BUNDLE_OPTIONS,
+    entryPoints: [path.join(FIXTURES, name)],
+    outdir: OUT,
+    entryNames: `${stem}-[hash]`,
+    outExtension: { '.js': '.mjs' },
+    // As the `hive` launcher's bundle: packages that find their own files at run time stay outside.
+    external: ['piscina', 'esbuild', 'tsx', 'tsx/*', 'playwright-core', 'elkjs', 'elkjs/*', '@opentelemetry/*', 'chokidar', 'fsevents'],
+    plugins: [ownUrl],
+    write: false,
+    metafile: true,
+    logLevel: 'silent',
+    absWorkingDir: REPO,
+  });
+  fs.mkdirSync(OUT, { recursive: true });
+  const out = result.outputFiles[0]!;
+  if (!fs.existsSync(out.path)) {
+    // Content-hashed names: another process writing the same build writes the same bytes.
+    const tmp = `${out.path}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, out.contents);
+    fs.renameSync(tmp, out.path);
+  }
+  saveBuild(manifestOf(name), [out.path], result.metafile, REPO);
+  // Older builds of this fixture (a process that still runs one has it open).
+  for (const file of fs.readdirSync(OUT)) {
+    const old = path.join(OUT, file);
+    if (old !== out.path && file.startsWith(`${stem}-`) && file.endsWith('.mjs') && Date.now() - fs.statSync(old).mtimeMs > 60_000) fs.rmSync(old, { force: true });
+  }
+}
+
+/** Builds every fixture whose build is missing or older than its inputs; resolves with how many it built. */
+export async function bundleFixtures(): Promise<number> {
+  const names = fs.readdirSync(FIXTURES).filter((n) => n.endsWith('.ts') && fs.statSync(path.join(FIXTURES, n)).isFile());
+  const stale = names.filter((n) => bundledFixture(n) === null);
+  await Promise.all(stale.map(bundleOne));
+  return stale.length;
+}
