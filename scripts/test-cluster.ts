@@ -8,6 +8,8 @@
 //   2. h2 is cut off (its link down) for 8 s and healed.
 // Invariants: every request answered exactly once (0 lost, 0 duplicated); each agent's last
 // commit counts exactly the requests sent to it; nothing arrives twice after the returns;
+// h3 held every agent's lease before its kill and the survivors took each over before it
+// came back (from the machines' event logs);
 // every memory written meanwhile (through the cluster) is there once and every machine's
 // mirror of it equals the cluster's.
 // The report says how many leases each machine took and lost (agents moving between them).
@@ -125,6 +127,15 @@ const hardLimit = setTimeout(() => {
   process.exit(1);
 }, HARD_LIMIT_MS);
 hardLimit.unref();
+// Stopped from outside (Ctrl-C, a test runner's kill): the machines and namespaces go too.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    for (const c of children) c.kill('SIGKILL');
+    net.down();
+    fs.rmSync(base, { recursive: true, force: true });
+    process.exit(1);
+  });
+}
 const report: Record<string, unknown> = { test: 'cluster', hosts: HOSTS.length, agents: AGENTS.length, requests: REQUESTS, replicas: 3 };
 let failed = false;
 net.up();
@@ -156,6 +167,8 @@ try {
   const events: { at: number; what: string }[] = [];
   const t0 = Date.now();
   const note = (what: string) => (events.push({ at: Date.now() - t0, what }), log(what));
+  let killedAt = 0;
+  let backAt = 0;
   for (let i = 0; i < REQUESTS; i += 20) {
     const batch = Array.from({ length: 20 }, (_, k) => createMessage({ from: 'client', to: AGENTS[(i + k) % AGENTS.length]!, act: 'request', body: `req ${i + k}` }));
     await writeOutboxAsync(clientRoot, batch); // h1's ingress: acknowledged once this returns
@@ -168,12 +181,14 @@ try {
     }
     if (i === Math.floor(REQUESTS / 3 / 20) * 20) {
       note('SIGKILL of h3: its supervisor and its nats-server');
+      killedAt = Date.now();
       await Promise.all([kill(supervisors.get('h3')), kill(nats.get('h3'))]);
       // Long enough for h3's leases to expire (2 s) and the survivors to take its agents over.
       await new Promise((r) => setTimeout(r, 5_000));
     }
     if (i === Math.floor(REQUESTS / 2 / 20) * 20) {
       note('h3 comes back: nats-server, then its supervisor');
+      backAt = Date.now();
       await startNats('h3');
       await startSupervisor('h3');
     }
@@ -201,15 +216,32 @@ try {
     agents[a] = { sent: requests.filter((r) => r.to === a).length, handled: at.context.handled, echoed: (at.context.brainState as { echoed?: number } | null)?.echoed ?? 0 };
   }
   const statesMatch = Object.values(agents).every((x) => x.handled === x.sent && x.echoed === x.sent);
-  const leases = HOSTS.map((h) => {
+  const leaseLines = (h: string) => {
     const file = path.join(base, `root-${h}`, 'log.jsonl');
-    const lines = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.includes('"cluster.lease-')) : [];
-    return { host: h, acquired: lines.filter((l) => l.includes('lease-acquired')).length, lost: lines.filter((l) => l.includes('lease-lost')).length };
+    return (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n') : []).flatMap((l) => {
+      if (!l.includes('"cluster.lease-')) return [];
+      try {
+        return [JSON.parse(l) as { at: string; type: string; agent: string }];
+      } catch {
+        return [];
+      }
+    });
+  };
+  const leases = HOSTS.map((h) => {
+    const lines = leaseLines(h);
+    return { host: h, acquired: lines.filter((l) => l.type === 'cluster.lease-acquired').length, lost: lines.filter((l) => l.type === 'cluster.lease-lost').length };
   });
+  // The failover itself, not only its outcome: h3 held every agent's lease before its kill,
+  // and the survivors took every one of them over before h3 came back (else a returning h3
+  // could have answered the backlog alone and the counts above would still hold).
+  const acquired = (h: string, from: number, to: number) => new Set(leaseLines(h).filter((l) => l.type === 'cluster.lease-acquired' && Date.parse(l.at) >= from && Date.parse(l.at) <= to).map((l) => l.agent));
+  const heldByH3 = acquired('h3', 0, killedAt);
+  const takenOver = new Set([...acquired('h1', killedAt, backAt), ...acquired('h2', killedAt, backAt)]);
+  const failover = { h3HeldBeforeKill: heldByH3.size, takenOverBeforeReturn: AGENTS.filter((a) => takenOver.has(a)).length, held: AGENTS.every((a) => heldByH3.has(a) && takenOver.has(a)) };
   const memory = await checkMemoryMirrors(t.files, HOSTS.map((h) => path.join(base, `root-${h}`)), markers);
   t.close();
-  Object.assign(report, { answered: replies.size, lost, duplicated, agents, statesMatch, memory, leases, events, elapsedMs: Date.now() - t0 });
-  failed = lost > 0 || duplicated > 0 || !statesMatch || !memory.held;
+  Object.assign(report, { answered: replies.size, lost, duplicated, agents, statesMatch, memory, failover, leases, events, elapsedMs: Date.now() - t0 });
+  failed = lost > 0 || duplicated > 0 || !statesMatch || !memory.held || !failover.held;
 } catch (err) {
   failed = true;
   report.error = String((err as Error).stack ?? err);

@@ -15,10 +15,9 @@ import { BUNDLE_OPTIONS } from '../../src/supervisor/bundle.ts';
  * `bundleFixtures` runs once before the suite (test/global-setup.ts) and builds each
  * fixture whose inputs changed (a manifest per fixture: src/supervisor/build-cache.mjs);
  * `bundledFixture` finds the build, or null (the caller then runs the TypeScript through
- * tsx, as before). The bundles live in `node_modules/.cache/hive/cli-…`, where
- * src/package-files.ts takes a bundle for the checkout's own sources (`runningFromSource`),
- * as it does the `hive` launcher's: a hive a fixture starts builds its workers from src/,
- * exactly as under tsx.
+ * tsx, as before). The bundles live in `node_modules/.cache/hive/cli-…`; the fixtures and
+ * src/package-files.ts keep their own `import.meta.url` (`ownUrl`), so a hive a fixture
+ * starts finds its checkout and builds its workers from src/, exactly as under tsx.
  */
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -35,17 +34,22 @@ export function bundledFixture(name: string): string | null {
 }
 
 /**
- * A fixture finds files beside it (brains, CLI scripts) from its `import.meta.url`: in test
- * files that stays the source file's URL. (Hive's own modules keep the bundle's, as in
- * every other bundle of them.)
+ * The modules whose `import.meta.url` says where they are, as under tsx: a fixture finds
+ * files beside it (brains, CLI scripts) from its own, and Hive finds its package root and
+ * sees that it runs from source from src/package-files.ts's, not from the bundle's. (The
+ * bundle's real path names another checkout where node_modules is a symlink to it, as in
+ * bench:ab's worktrees: Node resolves the main module's symlinks.) Only these: elsewhere the
+ * words stand in code that builds other bundles (src/supervisor/bundle.ts's banner).
  */
+const OWN_URL = (rel: string) => rel.split(path.sep)[0] === 'test' || rel === path.join('src', 'package-files.ts');
+
 const ownUrl: Plugin = {
-  name: 'fixture-own-url',
+  name: 'own-url',
   setup(b) {
-    b.onLoad({ filter: /[\\/]test[\\/].*\.ts$/ }, (args) => ({
-      contents: fs.readFileSync(args.path, 'utf8').replace(/\bimport\.meta\.url\b/g, JSON.stringify(pathToFileURL(args.path).href)),
-      loader: 'ts',
-    }));
+    b.onLoad({ filter: /\.ts$/ }, (args) => {
+      if (!OWN_URL(path.relative(REPO, args.path))) return undefined;
+      return { contents: fs.readFileSync(args.path, 'utf8').replace(/\bimport\.meta\.url\b/g, JSON.stringify(pathToFileURL(args.path).href)), loader: 'ts' };
+    });
   },
 };
 
@@ -77,7 +81,12 @@ async function bundleOne(name: string): Promise<void> {
   // Older builds of this fixture (a process that still runs one has it open).
   for (const file of fs.readdirSync(OUT)) {
     const old = path.join(OUT, file);
-    if (old !== out.path && file.startsWith(`${stem}-`) && file.endsWith('.mjs') && Date.now() - fs.statSync(old).mtimeMs > 60_000) fs.rmSync(old, { force: true });
+    if (old === out.path || !file.startsWith(`${stem}-`) || !file.endsWith('.mjs')) continue;
+    try {
+      if (Date.now() - fs.statSync(old).mtimeMs > 60_000) fs.rmSync(old, { force: true });
+    } catch {
+      // removed by another setup meanwhile
+    }
   }
 }
 
