@@ -1,3 +1,4 @@
+import { createHash, randomUUID } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { connect } from './nats.ts';
 import { Kvm, type KV } from '@nats-io/kv';
@@ -16,10 +17,49 @@ export interface FencedValue {
   data: Buffer;
 }
 
-/** The largest value written (gzipped); JetStream's default message limit is 1 MiB. */
+/**
+ * The largest value kept in its key (gzipped); JetStream's default message limit is 1 MiB.
+ * A larger one goes to chunk keys of its own (`blob.<key>.<id>.<n>`, each at most
+ * BLOB_CHUNK_BYTES, written once and never updated), and the key holds a pointer to them
+ * (JSON, where a value of its own is gzip: told apart by gzip's first two bytes). The
+ * pointer's write is the fenced one (compare-and-set), so a stale owner's chunks are never
+ * pointed at (and are removed again); the chunks a pointer stops naming are removed after.
+ */
 export const MAX_FENCED_BYTES = 900 * 1024;
+const BLOB_CHUNK_BYTES = 768 * 1024;
+/** The largest value the cluster keeps at all (gzipped). */
+export const MAX_BLOB_BYTES = 256 * 1024 * 1024;
+
+/** Where a large value's chunks are. */
+interface BlobPointer {
+  blob: string;
+  chunks: number;
+  bytes: number;
+  sha256: string;
+}
+
+const isGzip = (v: Uint8Array) => v.length >= 2 && v[0] === 0x1f && v[1] === 0x8b;
+
+function pointerOf(value: Uint8Array): BlobPointer | null {
+  if (isGzip(value)) return null;
+  try {
+    const p = JSON.parse(Buffer.from(value).toString('utf8')) as Partial<BlobPointer>;
+    if (typeof p.blob === 'string' && Number.isInteger(p.chunks) && Number.isInteger(p.bytes) && typeof p.sha256 === 'string') return p as BlobPointer;
+  } catch {
+    // neither gzip nor a pointer: below
+  }
+  return null;
+}
+
+const chunkKey = (blob: string, i: number) => `${blob}.${i}`;
 
 export class FencedFiles {
+  /** The blob each key pointed at when this instance last read or wrote it (removed once the key moves on). */
+  private readonly blobs = new Map<string, BlobPointer>();
+
+  /** The largest value this writes (gzipped): larger is `E_IO` with `details.tooLarge`. */
+  maxBytes = MAX_BLOB_BYTES;
+
   constructor(
     private readonly kv: KV,
     private readonly onClose: () => Promise<void> = async () => undefined,
@@ -31,9 +71,45 @@ export class FencedFiles {
   }
 
   async get(key: string): Promise<FencedValue | null> {
-    const e = await this.kv.get(key);
-    if (!e || e.operation !== 'PUT' || e.length === 0) return null;
-    return { revision: e.revision, data: gunzipSync(e.value) };
+    for (let attempt = 0; ; attempt++) {
+      const e = await this.kv.get(key);
+      if (!e || e.operation !== 'PUT' || e.length === 0) return null;
+      const pointer = pointerOf(e.value);
+      if (!pointer) return { revision: e.revision, data: gunzipSync(e.value) };
+      const data = await this.readBlob(pointer);
+      // Null: its chunks went (the key moved on since it was read): read the key again.
+      if (data) {
+        this.blobs.set(key, pointer);
+        return { revision: e.revision, data };
+      }
+      if (attempt >= 5) throw new HiveError('E_IO', `${key} points at chunks that are gone or damaged (${pointer.blob})`);
+    }
+  }
+
+  /** A large value's bytes (gunzipped), or null when a chunk is missing or the whole does not match its digest. */
+  private async readBlob(p: BlobPointer): Promise<Buffer | null> {
+    const parts = await Promise.all(Array.from({ length: p.chunks }, (_, i) => this.kv.get(chunkKey(p.blob, i))));
+    if (parts.some((c) => !c || c.operation !== 'PUT')) return null;
+    const packed = Buffer.concat(parts.map((c) => c!.value));
+    if (packed.length !== p.bytes || createHash('sha256').update(packed).digest('hex') !== p.sha256) return null;
+    return gunzipSync(packed);
+  }
+
+  /** Writes `packed` as chunks under a name of its own; the pointer (as the key's value) to them. */
+  private async writeBlob(key: string, packed: Buffer): Promise<{ pointer: BlobPointer; value: Buffer }> {
+    const pointer: BlobPointer = {
+      blob: `blob.${key}.${randomUUID().replace(/-/g, '').slice(0, 16)}`,
+      chunks: Math.ceil(packed.length / BLOB_CHUNK_BYTES),
+      bytes: packed.length,
+      sha256: createHash('sha256').update(packed).digest('hex'),
+    };
+    for (let i = 0; i < pointer.chunks; i++) await this.kv.create(chunkKey(pointer.blob, i), packed.subarray(i * BLOB_CHUNK_BYTES, (i + 1) * BLOB_CHUNK_BYTES));
+    return { pointer, value: Buffer.from(JSON.stringify(pointer)) };
+  }
+
+  /** Best effort: a blob no key points at any more (a reader that still had its pointer reads the key again). */
+  private async dropBlob(p: BlobPointer): Promise<void> {
+    await Promise.all(Array.from({ length: p.chunks }, (_, i) => this.kv.purge(chunkKey(p.blob, i)).catch(() => undefined)));
   }
 
   /**
@@ -42,15 +118,24 @@ export class FencedFiles {
    */
   async put(key: string, revision: number, data: Buffer): Promise<number> {
     const packed = gzipSync(data);
-    if (packed.length > MAX_FENCED_BYTES) throw new HiveError('E_IO', `${key} is ${packed.length} bytes gzipped, over the ${MAX_FENCED_BYTES} the cluster keeps`, { details: { tooLarge: true } });
+    if (packed.length > this.maxBytes) throw new HiveError('E_IO', `${key} is ${packed.length} bytes gzipped, over the ${this.maxBytes} the cluster keeps`, { details: { tooLarge: true } });
+    const blob = packed.length > MAX_FENCED_BYTES ? await this.writeBlob(key, packed) : null;
+    const value = blob?.value ?? packed;
+    let written: number;
     try {
-      return revision === 0 ? await this.kv.create(key, packed) : await this.kv.update(key, packed, revision);
+      written = revision === 0 ? await this.kv.create(key, value) : await this.kv.update(key, value, revision);
     } catch (err) {
+      if (blob) await this.dropBlob(blob.pointer); // never pointed at
       if (/wrong last sequence|key exists/i.test(errorMessage(err))) {
         throw new HiveError('E_CONFLICT', `${key} was written by someone else since revision ${revision}`, { cause: err });
       }
       throw err;
     }
+    const before = this.blobs.get(key);
+    if (blob) this.blobs.set(key, blob.pointer);
+    else this.blobs.delete(key);
+    if (before && before.blob !== blob?.pointer.blob) await this.dropBlob(before);
+    return written;
   }
 
   /**
@@ -82,13 +167,15 @@ export class FencedFiles {
     void (async () => {
       for await (const e of it) {
         if (e.operation !== 'PUT' || e.length === 0) continue;
-        let data: Buffer;
+        let data: Buffer | null;
         try {
-          data = gunzipSync(e.value);
+          const pointer = pointerOf(e.value);
+          // A blob whose chunks went: the key moved on, and its newer value comes next.
+          data = pointer ? await this.readBlob(pointer) : gunzipSync(e.value);
         } catch {
           continue; // not written by a hive: not a file
         }
-        listener(e.key, { revision: e.revision, data });
+        if (data) listener(e.key, { revision: e.revision, data });
       }
       if (!stopped) onEnd?.(new Error(`the watch of ${prefix}> ended`));
     })().catch((err: unknown) => !stopped && onEnd?.(err));

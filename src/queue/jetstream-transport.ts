@@ -1127,7 +1127,7 @@ class JetStreamConversation implements ConversationStore {
       } catch (err) {
         const e = err as HiveError;
         if (e.details?.tooLarge && attempt < 12) {
-          // Too large to keep whole: the history goes first (a restore then briefs from
+          // Too large to keep at all (over MAX_BLOB_BYTES gzipped): the history goes first (a restore then briefs from
           // conversation.jsonl), then the older half of conversation.jsonl, until it fits.
           r = r.history !== null ? { ...r, history: null } : { ...r, conversation: newerHalf(r.conversation) };
           continue;
