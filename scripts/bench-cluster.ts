@@ -202,13 +202,19 @@ const peers: Peer[] = [await startHivePeer(path.join(base, 'fs'), AGENTS), await
 // way for three chunks in a row to look settled at 12.5 (two runs stopped there, and their
 // timed round trips then cost 12 ms of CPU each, the cross-machine p50 5.0 ms against 3.9).
 const WARM_RTT_MIN = Number(process.env.BENCH_WARM_RTT_MIN ?? 10);
-const warmUpRtt: Record<string, number[]> = {};
+/** Each warm-up chunk's CPU per round trip and p50 (a cluster that just started is slower: this shows by how much), and whether it settled within 15. */
+const warmUpRtt: Record<string, { cpuMs: number[]; p50Ms: number[]; settled: boolean }> = {};
 for (const p of peers) {
   await backlog(p, REQUESTS, 'warm');
-  const cpu = (warmUpRtt[p.name] = [] as number[]);
-  while (cpu.length < 15) {
-    cpu.push((await roundTrips(p, 200, `warm-rtt${cpu.length}`)).cpuMs);
-    if (cpu.length >= WARM_RTT_MIN && settled(cpu)) break;
+  const w: { cpuMs: number[]; p50Ms: number[]; settled: boolean } = (warmUpRtt[p.name] = { cpuMs: [], p50Ms: [], settled: false });
+  while (w.cpuMs.length < 15) {
+    const t = await roundTrips(p, 200, `warm-rtt${w.cpuMs.length}`);
+    w.cpuMs.push(t.cpuMs);
+    w.p50Ms.push(median([...t.local, ...t.remote]));
+    if (w.cpuMs.length >= WARM_RTT_MIN && settled(w.cpuMs)) {
+      w.settled = true;
+      break;
+    }
   }
 }
 const results: Record<string, { pairs: number[]; cpu: number[]; local: number[]; remote: number[]; rttCpu: number[] }> = {};
@@ -268,7 +274,7 @@ const result = {
   setup: 'cluster: two supervisors on loopback (h1: client + echo-0..3, h2: echo-4..7), one nats-server (JetStream file store, R1); fs: one supervisor, 8 echo agents',
   workload: { agents: AGENTS.length, backlogRequests: REQUESTS, roundTripSamplesPerRound: SAMPLES, rounds: ROUNDS },
   systems,
-  warmUpCpuMsPerRoundTrip: Object.fromEntries(Object.entries(warmUpRtt).map(([name, cpu]) => [name, cpu.map((x) => round(x, 2))])),
+  warmUp: Object.fromEntries(Object.entries(warmUpRtt).map(([name, w]) => [name, { cpuMsPerRoundTrip: w.cpuMs.map((x) => round(x, 2)), roundTripP50Ms: w.p50Ms.map((x) => round(x, 2)), settled: w.settled }])),
   natsPerRoundTrip: {
     jetStreamApiRequests: round(tapped.api / SAMPLES, 2),
     kvUpdates: round(tapped.kv / SAMPLES, 2),
