@@ -125,10 +125,12 @@ export class FencedFiles {
     try {
       written = revision === 0 ? await this.kv.create(key, value) : await this.kv.update(key, value, revision);
     } catch (err) {
-      if (blob) await this.dropBlob(blob.pointer); // never pointed at
       if (/wrong last sequence|key exists/i.test(errorMessage(err))) {
+        if (blob) await this.dropBlob(blob.pointer); // refused: never pointed at
         throw new HiveError('E_CONFLICT', `${key} was written by someone else since revision ${revision}`, { cause: err });
       }
+      // Any other failure may have written the pointer and lost only its answer (a caller
+      // then finds its own write there): its chunks stay.
       throw err;
     }
     const before = this.blobs.get(key);
