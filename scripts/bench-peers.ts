@@ -53,10 +53,10 @@ else peers.push(await startRedisPeer(path.join(base, 'redis'), AGENTS));
 
 // Warm-up: every system handles backlogs until its rate settles (the last three within
 // 10 % of each other, at least WARM_MIN and at most WARM_MAX backlogs), then round trips
-// until their CPU settles the same way, before anything is timed: page cache, and the JIT of every isolate (Hive compiles
-// its code in each of its worker threads; --perf showed a fifth of its CPU in the
-// optimizing compiler after one warm-up backlog, and two backlogs within 10 % of each other
-// still left it rising by half over the next ten).
+// until their CPU settles the same way, before anything is timed: page cache, and the JIT
+// of every isolate (Hive compiles its code in each of its worker threads; --perf showed a
+// fifth of its CPU in the optimizing compiler after one warm-up backlog, and two backlogs
+// within 10 % of each other still left it rising by half over the next ten).
 const WARM_MIN = Number(process.env.BENCH_WARM_MIN ?? 5);
 const WARM_MAX = Number(process.env.BENCH_WARM_MAX ?? 15);
 const WARM_RTT_MIN = Number(process.env.BENCH_WARM_RTT_MIN ?? 6);
