@@ -169,6 +169,21 @@ try {
   const note = (what: string) => (events.push({ at: Date.now() - t0, what }), log(what));
   let killedAt = 0;
   let backAt = 0;
+  const leaseLines = (h: string) => {
+    const file = path.join(base, `root-${h}`, 'log.jsonl');
+    return (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n') : []).flatMap((l) => {
+      if (!l.includes('"cluster.lease-')) return [];
+      try {
+        return [JSON.parse(l) as { at: string; type: string; agent: string }];
+      } catch {
+        return [];
+      }
+    });
+  };
+  const acquired = (h: string, from: number, to: number) => new Set(leaseLines(h).filter((l) => l.type === 'cluster.lease-acquired' && Date.parse(l.at) >= from && Date.parse(l.at) <= to).map((l) => l.agent));
+  /** The agents h1 and h2 took over since `from` (from their event logs). */
+  const takenOverSince = (from: number) => new Set([...acquired('h1', from, Date.now()), ...acquired('h2', from, Date.now())]);
+  let takeoverMs: number | null = null;
   for (let i = 0; i < REQUESTS; i += 20) {
     const batch = Array.from({ length: 20 }, (_, k) => createMessage({ from: 'client', to: AGENTS[(i + k) % AGENTS.length]!, act: 'request', body: `req ${i + k}` }));
     await writeOutboxAsync(clientRoot, batch); // h1's ingress: acknowledged once this returns
@@ -183,8 +198,14 @@ try {
       note('SIGKILL of h3: its supervisor and its nats-server');
       killedAt = Date.now();
       await Promise.all([kill(supervisors.get('h3')), kill(nats.get('h3'))]);
-      // Long enough for h3's leases to expire (2 s) and the survivors to take its agents over.
-      await new Promise((r) => setTimeout(r, 5_000));
+      // h3 comes back only once the survivors took every agent over (its leases run out
+      // after 2 s; with R3 streams the cluster first elects new leaders for what h3 led,
+      // seconds more on a busy machine), or after 30 s: then the failover did not happen,
+      // which the invariants below report.
+      const until = Date.now() + 30_000;
+      while (takenOverSince(killedAt).size < AGENTS.length && Date.now() < until) await new Promise((r) => setTimeout(r, 250));
+      if (takenOverSince(killedAt).size === AGENTS.length) takeoverMs = Date.now() - killedAt;
+      note(takeoverMs === null ? 'h3\'s agents not all taken over within 30 s' : `h3's agents taken over by the survivors within ${takeoverMs} ms`);
     }
     if (i === Math.floor(REQUESTS / 2 / 20) * 20) {
       note('h3 comes back: nats-server, then its supervisor');
@@ -216,17 +237,6 @@ try {
     agents[a] = { sent: requests.filter((r) => r.to === a).length, handled: at.context.handled, echoed: (at.context.brainState as { echoed?: number } | null)?.echoed ?? 0 };
   }
   const statesMatch = Object.values(agents).every((x) => x.handled === x.sent && x.echoed === x.sent);
-  const leaseLines = (h: string) => {
-    const file = path.join(base, `root-${h}`, 'log.jsonl');
-    return (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n') : []).flatMap((l) => {
-      if (!l.includes('"cluster.lease-')) return [];
-      try {
-        return [JSON.parse(l) as { at: string; type: string; agent: string }];
-      } catch {
-        return [];
-      }
-    });
-  };
   const leases = HOSTS.map((h) => {
     const lines = leaseLines(h);
     return { host: h, acquired: lines.filter((l) => l.type === 'cluster.lease-acquired').length, lost: lines.filter((l) => l.type === 'cluster.lease-lost').length };
@@ -234,10 +244,9 @@ try {
   // The failover itself, not only its outcome: h3 held every agent's lease before its kill,
   // and the survivors took every one of them over before h3 came back (else a returning h3
   // could have answered the backlog alone and the counts above would still hold).
-  const acquired = (h: string, from: number, to: number) => new Set(leaseLines(h).filter((l) => l.type === 'cluster.lease-acquired' && Date.parse(l.at) >= from && Date.parse(l.at) <= to).map((l) => l.agent));
   const heldByH3 = acquired('h3', 0, killedAt);
   const takenOver = new Set([...acquired('h1', killedAt, backAt), ...acquired('h2', killedAt, backAt)]);
-  const failover = { h3HeldBeforeKill: heldByH3.size, takenOverBeforeReturn: AGENTS.filter((a) => takenOver.has(a)).length, held: AGENTS.every((a) => heldByH3.has(a) && takenOver.has(a)) };
+  const failover = { h3HeldBeforeKill: heldByH3.size, takenOverBeforeReturn: AGENTS.filter((a) => takenOver.has(a)).length, takeoverMs, held: AGENTS.every((a) => heldByH3.has(a) && takenOver.has(a)) };
   const memory = await checkMemoryMirrors(t.files, HOSTS.map((h) => path.join(base, `root-${h}`)), markers);
   t.close();
   Object.assign(report, { answered: replies.size, lost, duplicated, agents, statesMatch, memory, failover, leases, events, elapsedMs: Date.now() - t0 });
