@@ -18,7 +18,7 @@ import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
-import { median, round, summarize } from './bench/stats.ts';
+import { median, round, settled, summarize } from './bench/stats.ts';
 import { checkCounts, type Peer, type PeerCheck } from './bench/peers/peer.ts';
 import { cpuMs, peerWorkload, processCpuMs } from './bench/peers/workload.ts';
 import { startHivePeer } from './bench/peers/hive.ts';
@@ -129,11 +129,6 @@ async function roundTrips(peer: Peer, n: number, tag: string): Promise<{ local: 
   return out;
 }
 
-/** The last three within 10 % of each other. */
-const settled = (xs: number[]) => {
-  const last = xs.slice(-3);
-  return last.length === 3 && Math.max(...last) <= 1.1 * Math.min(...last);
-};
 
 /** The lease holder of echo-x SIGKILLed: ms until a probe sent every 50 ms is answered. */
 async function failover(server: NatsServer): Promise<{ ms: number; answeredOnce: boolean }> {

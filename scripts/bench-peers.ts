@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { rawDurableWriteRate } from './bench/disk.ts';
-import { median, round, summarize } from './bench/stats.ts';
+import { median, round, settled, summarize } from './bench/stats.ts';
 import type { Peer, PeerCheck } from './bench/peers/peer.ts';
 import { startHivePeer } from './bench/peers/hive.ts';
 import { cpuMs, peerWorkload } from './bench/peers/workload.ts';
@@ -60,10 +60,6 @@ else peers.push(await startRedisPeer(path.join(base, 'redis'), AGENTS));
 const WARM_MIN = Number(process.env.BENCH_WARM_MIN ?? 5);
 const WARM_MAX = Number(process.env.BENCH_WARM_MAX ?? 15);
 const WARM_RTT_MIN = Number(process.env.BENCH_WARM_RTT_MIN ?? 6);
-const settled = (rates: number[]) => {
-  const last = rates.slice(-3);
-  return last.length === 3 && Math.max(...last) <= 1.1 * Math.min(...last);
-};
 const warmUp: Record<string, number[]> = {};
 /** CPU ms per round trip of each warm-up chunk of round trips, per system. */
 const warmUpRtt: Record<string, number[]> = {};

@@ -13,6 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { BUNDLE_OPTIONS, HIVE_ENTRIES } from '../src/supervisor/bundle.ts';
+import { CLI_EXTERNALS } from '../src/supervisor/build-cache.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = path.join(ROOT, 'dist');
@@ -43,9 +44,8 @@ await build({
   entryNames: '[name]',
   chunkNames: 'chunk-[hash]',
   outExtension: { '.js': '.mjs' },
-  // Left to the consumer's node_modules: what finds its own files at run time, what is big
-  // and used by one command, and the compilers kept for the user's own TypeScript.
-  external: ['piscina', 'esbuild', 'tsx', 'tsx/*', 'playwright-core', 'elkjs', 'elkjs/*', '@opentelemetry/*', 'chokidar', 'fsevents'],
+  // Left to the consumer's node_modules (build-cache.mjs says which and why).
+  external: CLI_EXTERNALS,
   logLevel: 'warning',
 });
 

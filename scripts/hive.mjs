@@ -17,7 +17,7 @@ const CACHE = path.join(REPO, 'node_modules', '.cache', 'hive');
 const KEY = createHash('sha256').update(REPO).digest('hex').slice(0, 8);
 const MANIFEST = path.join(CACHE, `cli-${KEY}.manifest.json`);
 const OUT = path.join(CACHE, `cli-${KEY}`);
-const { cachedBuild, saveBuild } = await import(pathToFileURL(path.join(REPO, 'src', 'supervisor', 'build-cache.mjs')).href);
+const { cachedBuild, saveBuild, CLI_EXTERNALS } = await import(pathToFileURL(path.join(REPO, 'src', 'supervisor', 'build-cache.mjs')).href);
 
 async function compile() {
   const { build } = await import('esbuild');
@@ -34,8 +34,8 @@ async function compile() {
     format: 'esm',
     target: 'node20',
     // Dependencies are bundled too (one file to parse beats resolving hundreds of ESM
-    // modules: ~0.5 s at start), except those that find their own files at run time.
-    external: ['piscina', 'esbuild', 'tsx', 'tsx/*', 'playwright-core', 'elkjs', 'elkjs/*', '@opentelemetry/*', 'chokidar', 'fsevents'],
+    // modules: ~0.5 s at start), except those the package's CLI leaves outside.
+    external: CLI_EXTERNALS,
     banner: { js: "import { createRequire as __hiveCreateRequire } from 'node:module'; const require = __hiveCreateRequire(import.meta.url);" },
     write: false,
     metafile: true,

@@ -118,24 +118,21 @@ async function kill(p: ReturnType<typeof inNs> | undefined): Promise<void> {
 // behind. A whole run takes about a minute.
 const HARD_LIMIT_MS = Number(process.env.TEST_CLUSTER_LIMIT_MS ?? 300_000);
 let stage = 'starting';
-const hardLimit = setTimeout(() => {
-  process.stderr.write(`test:cluster: gave up after ${HARD_LIMIT_MS / 1000} s; it stood at: ${stage}\n`);
+/** Ends the run at once, failed: every machine's process, the namespaces and the folders go. */
+function abandon(): never {
   for (const c of children) c.kill('SIGKILL');
   net.down();
   fs.rmSync(base, { recursive: true, force: true });
-  process.stdout.write(`${JSON.stringify({ test: 'cluster', held: false, error: `no result within ${HARD_LIMIT_MS / 1000} s (at: ${stage})` }, null, 2)}\n`);
   process.exit(1);
+}
+const hardLimit = setTimeout(() => {
+  process.stderr.write(`test:cluster: gave up after ${HARD_LIMIT_MS / 1000} s; it stood at: ${stage}\n`);
+  process.stdout.write(`${JSON.stringify({ test: 'cluster', held: false, error: `no result within ${HARD_LIMIT_MS / 1000} s (at: ${stage})` }, null, 2)}\n`);
+  abandon();
 }, HARD_LIMIT_MS);
 hardLimit.unref();
 // Stopped from outside (Ctrl-C, a test runner's kill): the machines and namespaces go too.
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.once(signal, () => {
-    for (const c of children) c.kill('SIGKILL');
-    net.down();
-    fs.rmSync(base, { recursive: true, force: true });
-    process.exit(1);
-  });
-}
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, abandon);
 const report: Record<string, unknown> = { test: 'cluster', hosts: HOSTS.length, agents: AGENTS.length, requests: REQUESTS, replicas: 3 };
 let failed = false;
 net.up();
@@ -203,8 +200,14 @@ try {
       // seconds more on a busy machine), or after 30 s: then the failover did not happen,
       // which the invariants below report.
       const until = Date.now() + 30_000;
-      while (takenOverSince(killedAt).size < AGENTS.length && Date.now() < until) await new Promise((r) => setTimeout(r, 250));
-      if (takenOverSince(killedAt).size === AGENTS.length) takeoverMs = Date.now() - killedAt;
+      for (;;) {
+        if (takenOverSince(killedAt).size === AGENTS.length) {
+          takeoverMs = Date.now() - killedAt;
+          break;
+        }
+        if (Date.now() > until) break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
       note(takeoverMs === null ? 'h3\'s agents not all taken over within 30 s' : `h3's agents taken over by the survivors within ${takeoverMs} ms`);
     }
     if (i === Math.floor(REQUESTS / 2 / 20) * 20) {

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { tempRoot } from './helpers/temp.ts';
 import { fastConfig, startHive } from './helpers/hive.ts';
-import { startNatsServer, type NatsServer } from './helpers/nats-server.ts';
+import { natsServerForFile } from './helpers/nats-per-file.ts';
 import { writeOutbox } from '../src/queue/outbox.ts';
 import { createMessage } from '../src/protocol/message.ts';
 import { createJetStreamTransport } from '../src/queue/jetstream-transport.ts';
@@ -12,23 +12,16 @@ import { createJetStreamTransport } from '../src/queue/jetstream-transport.ts';
  * there: docs/architecture.md, "The commit record is the outbox", light looks). A file put in that folder meanwhile must be
  * routed at once, never left for the router's poll.
  */
-let server: NatsServer | null = null;
+const server = natsServerForFile();
 
 describe('cluster mode: light looks', () => {
-  beforeAll(async () => {
-    server = await startNatsServer();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
-
   it("a file put in the outbox folder of an agent whose commits are heard on NATS all along is routed at once, not at the router's poll", async () => {
     const root = tempRoot();
     const prefix = `light${process.pid}`;
     const hive = await startHive(
       fastConfig({
         root,
-        cluster: { servers: [server!.url], prefix, host: 'h1', leaseMs: 2_000 },
+        cluster: { servers: [server.url], prefix, host: 'h1', leaseMs: 2_000 },
         agents: [
           { id: 'echo-a', brain: { kind: 'echo' }, runsOn: 'h1' },
           { id: 'client', brain: { kind: 'external' }, runsOn: 'h1' },
@@ -38,7 +31,7 @@ describe('cluster mode: light looks', () => {
         supervisor: { inboxPollMs: 60_000 },
       }),
     );
-    const reader = await createJetStreamTransport({ servers: [server!.url], prefix });
+    const reader = await createJetStreamTransport({ servers: [server.url], prefix });
     const got = async () => (await reader.read('client', 0)).map((e) => e.message);
     const until = async (check: () => Promise<boolean>, what: string, ms: number) => {
       for (const end = Date.now() + ms; !(await check()); ) {

@@ -5,7 +5,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { startNatsServer, type NatsServer } from './helpers/nats-server.ts';
 import { connect } from '../src/queue/nats.ts';
 import { createJetStreamTransport } from '../src/queue/jetstream-transport.ts';
-import { MAX_FENCED_BYTES, openFencedFiles, type FencedFiles } from '../src/queue/jetstream-files.ts';
+import { FencedFiles, MAX_FENCED_BYTES, openFencedFiles } from '../src/queue/jetstream-files.ts';
 import type { ConversationReplica } from '../src/session/replica.ts';
 
 // The cluster's files (KV `<prefix>_files`) beyond what one KV value holds: a value over
@@ -82,6 +82,22 @@ describe('fenced files larger than one KV value', () => {
     await expect(stale.put('conversation.bob', seenByStale, incompressible(1536 * 1024))).rejects.toMatchObject({ code: 'E_CONFLICT' });
     expect(await chunkKeys(kv)).toEqual(before);
     expect((await stale.get('conversation.bob'))?.data.equals(current)).toBe(true);
+  });
+
+  it('a pointer write whose answer is lost (it landed) keeps its chunks: the value reads back whole', async () => {
+    const { kv } = await bucket();
+    // The KV as the writer sees it: the update reaches the server, its answer never comes back.
+    const answerLost = Object.assign(Object.create(Object.getPrototypeOf(kv)) as KV, kv, {
+      update: async (k: string, v: Uint8Array, rev: number) => {
+        await kv.update(k, v, rev);
+        throw new Error('TIMEOUT');
+      },
+    });
+    const writer = new FencedFiles(answerLost);
+    const r1 = await writer.put('conversation.dee', 0, Buffer.from('first'));
+    const big = incompressible(1536 * 1024);
+    await expect(writer.put('conversation.dee', r1, big)).rejects.toThrow('TIMEOUT');
+    expect((await new FencedFiles(kv).get('conversation.dee'))?.data.equals(big)).toBe(true);
   });
 
   it('a watch hears a large value whole', async () => {

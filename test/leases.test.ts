@@ -1,14 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { connect } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { LeaseKeeper } from '../src/supervisor/leases.ts';
 import type { ClusterConfig } from '../src/config/schema.ts';
-import { startNatsServer, type NatsServer } from './helpers/nats-server.ts';
+import { natsServerForFile } from './helpers/nats-per-file.ts';
 
-let server: NatsServer | null = null;
+const server = natsServerForFile();
 
 function keeper(host: string, prefix: string, leaseMs: number, running: Set<string>, log: Record<string, unknown>[] = []) {
-  const cluster: ClusterConfig = { servers: [server!.url], host, prefix, replicas: 1, leaseMs };
+  const cluster: ClusterConfig = { servers: [server.url], host, prefix, replicas: 1, leaseMs };
   return LeaseKeeper.start(cluster, ['a', 'b'], {
     acquired: async (id) => void running.add(`${host}:${id}`),
     lost: async (id) => void running.delete(`${host}:${id}`),
@@ -17,13 +17,6 @@ function keeper(host: string, prefix: string, leaseMs: number, running: Set<stri
 }
 
 describe('cluster leases (src/supervisor/leases.ts)', () => {
-  beforeAll(async () => {
-    server = await startNatsServer();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
-
   it('each agent is held by one machine; a graceful stop hands its agents over at once; a changed leaseMs is written into the bucket', async () => {
     const prefix = `lease${process.pid}`;
     const running = new Set<string>();
@@ -40,7 +33,7 @@ describe('cluster leases (src/supervisor/leases.ts)', () => {
     const log: Record<string, unknown>[] = [];
     const three = await keeper('h3', prefix, 4_000, new Set(), log);
     expect(log).toContainEqual(expect.objectContaining({ type: 'cluster.lease-ttl-changed', from_ms: 2_000, to_ms: 4_000 }));
-    const nc = await connect({ servers: [server!.url] });
+    const nc = await connect({ servers: [server.url] });
     const status = await (await new Kvm(nc).open(`${prefix}_leases`)).status();
     expect(status.ttl).toBe(4_000);
     await nc.close();

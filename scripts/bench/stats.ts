@@ -26,3 +26,9 @@ export async function medianOf(rounds: number, fn: () => Promise<number> | numbe
   for (let i = 0; i < rounds; i++) rates.push(await fn());
   return median(rates);
 }
+
+/** The last three within 10 % of each other: a warm-up's rate (or CPU) has settled. */
+export function settled(xs: number[]): boolean {
+  const last = xs.slice(-3);
+  return last.length === 3 && Math.max(...last) <= 1.1 * Math.min(...last);
+}

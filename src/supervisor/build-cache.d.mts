@@ -1,3 +1,5 @@
+/** Packages the CLI's bundles leave outside (build-cache.mjs). */
+export const CLI_EXTERNALS: string[];
 /** `mtimeMs:size` of a file, or `missing`. */
 export function stamp(file: string): string;
 /** The entry file of the build `manifestFile` describes, or null when any input changed or an output is gone. */

@@ -6,6 +6,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+/**
+ * Packages the CLI's bundles leave outside (the package's dist/cli, the checkout's `hive`
+ * launcher, the test fixtures): what finds its own files at run time, what is big and used
+ * by one command, and the compilers kept for the user's own TypeScript.
+ */
+export const CLI_EXTERNALS = ['piscina', 'esbuild', 'tsx', 'tsx/*', 'playwright-core', 'elkjs', 'elkjs/*', '@opentelemetry/*', 'chokidar', 'fsevents'];
+
 /** `mtimeMs:size` of a file, or `missing`. */
 export function stamp(file) {
   try {

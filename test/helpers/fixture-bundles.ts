@@ -3,7 +3,7 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
-import { cachedBuild, saveBuild } from '../../src/supervisor/build-cache.mjs';
+import { CLI_EXTERNALS, cachedBuild, saveBuild } from '../../src/supervisor/build-cache.mjs';
 import { BUNDLE_OPTIONS } from '../../src/supervisor/bundle.ts';
 
 /**
@@ -61,8 +61,8 @@ async function bundleOne(name: string): Promise<void> {
     outdir: OUT,
     entryNames: `${stem}-[hash]`,
     outExtension: { '.js': '.mjs' },
-    // As the `hive` launcher's bundle: packages that find their own files at run time stay outside.
-    external: ['piscina', 'esbuild', 'tsx', 'tsx/*', 'playwright-core', 'elkjs', 'elkjs/*', '@opentelemetry/*', 'chokidar', 'fsevents'],
+    // As the `hive` launcher's bundle.
+    external: CLI_EXTERNALS,
     plugins: [ownUrl],
     write: false,
     metafile: true,
